@@ -56,10 +56,10 @@ def tool_path(tmp_path_factory) -> str:
     """A PATH whose first folder links the tools that RUN lines name."""
     opt = cofactor_opt()
     if not opt.is_file():
-        pytest.skip(f"cofactor-opt not built at {opt} (build it, or set COFACTOR_OPT)")
+        pytest.fail(f"cofactor-opt not built at {opt}: run `make setup` (or set COFACTOR_OPT)")
     missing = [tool for tool in LLVM_TOOLS if not (LLVM_BIN / tool).is_file()]
     if missing:
-        pytest.skip(f"LLVM 15 tools missing from {LLVM_BIN}: {', '.join(missing)}")
+        pytest.fail(f"LLVM 15 tools missing from {LLVM_BIN}: {', '.join(missing)}; run `make setup`")
     bin_dir = tmp_path_factory.mktemp("filecheck-bin")
     (bin_dir / "cofactor-opt").symlink_to(opt.resolve())
     for tool in LLVM_TOOLS:
@@ -113,7 +113,7 @@ def test_lowered_circuit_runs_on_the_runtime(tool_path: str, tmp_path: Path) -> 
         os.environ.get("COFACTOR_RUNTIME_LIB", REPO / "build" / "lib" / "libcofactor_runtime.so")
     ).resolve()
     if not runtime.is_file():
-        pytest.skip(f"runtime library not built at {runtime} (or set COFACTOR_RUNTIME_LIB)")
+        pytest.fail(f"runtime library not built at {runtime}: run `make setup`")
     env = dict(os.environ, PATH=tool_path)
     llvm_ir = tmp_path / "circuit.ll"
     obj = tmp_path / "circuit.o"

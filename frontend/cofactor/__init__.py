@@ -1,0 +1,25 @@
+"""cofactor: a just-in-time compiler for hybrid quantum-classical Python programs."""
+
+from cofactor import debug
+from cofactor.api_extensions import adjoint, cond, ctrl, for_loop, measure, while_loop
+from cofactor.errors import CompileError, DifferentiableCompileError, RuntimeExecutionError
+from cofactor.jit import QJIT, ShapeDtype, qjit
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "QJIT",
+    "CompileError",
+    "DifferentiableCompileError",
+    "RuntimeExecutionError",
+    "ShapeDtype",
+    "__version__",
+    "adjoint",
+    "cond",
+    "ctrl",
+    "debug",
+    "for_loop",
+    "measure",
+    "qjit",
+    "while_loop",
+]

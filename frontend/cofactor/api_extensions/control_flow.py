@@ -1,0 +1,377 @@
+"""Structured control flow on traced values: `for_loop`, `while_loop`, `cond`.
+
+Each takes Python functions and, while tracing, turns them into one `scf` op whose region
+holds the traced body: values carried from one iteration to the next (or returned from a
+branch) become the op's iteration arguments / results, one SSA value per array element.
+Quantum operations queued inside a body are emitted inside the region (see
+`QuantumScope.flush`). Outside `qjit` all three behave like the plain Python they replace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pennylane as qml
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import f64
+from xdsl.ir import Attribute, Block, Region, SSAValue
+
+from cofactor.errors import CompileError
+from cofactor.ir.builder import INDEX, scalar_type
+from cofactor.tracing import context, pytree
+from cofactor.tracing.numpy_rules import as_tracer, cast_tracer, scalar_ufunc
+from cofactor.tracing.tracer import BOOL, COMPLEX, INT, Scalar, Tracer
+
+
+# ----------------------------------------------------------------------------------------
+# carried values: pytree of arrays <-> flat list of scalar SSA values
+# ----------------------------------------------------------------------------------------
+class Carry:
+    """The layout of carried values: the tree, and each leaf's shape and dtype."""
+
+    def __init__(self, values: Any) -> None:
+        leaves, self.tree = pytree.flatten(values, is_leaf=lambda x: isinstance(x, Tracer))
+        self.tracers = [as_tracer(v) for v in leaves]
+        self.layout = [(t.shape, t.dtype) for t in self.tracers]
+
+    def types(self) -> list[Attribute]:
+        out: list[Attribute] = []
+        for shape, dtype in self.layout:
+            n = int(np.prod(shape, dtype=np.int64)) * (2 if dtype == COMPLEX else 1)
+            out += [f64 if dtype == COMPLEX else scalar_type(dtype)] * n
+        return out
+
+    def ssa(self, tracers: list[Tracer] | None = None) -> list[SSAValue]:
+        """The flat SSA values of `tracers` (default: the initial values)."""
+        out: list[SSAValue] = []
+        for t in tracers if tracers is not None else self.tracers:
+            for s in t.elems.flat:
+                out += list(s.value) if t.dtype == COMPLEX else [s.value]
+        return out
+
+    def rebuild(self, values: list[SSAValue]) -> Any:
+        """Tracers over `values` (block arguments or op results), in the original tree."""
+        it = iter(values)
+        leaves = []
+        for shape, dtype in self.layout:
+            elems = np.empty(shape, dtype=object)
+            for pos in np.ndindex(*shape):
+                v = (next(it), next(it)) if dtype == COMPLEX else next(it)
+                elems[pos] = Scalar(v, dtype)
+            leaves.append(Tracer(elems, dtype))
+        return pytree.unflatten(self.tree, leaves)
+
+    def conform(self, values: Any, what: str) -> list[Tracer]:
+        """`values` (a body's result) checked against the layout and cast to its dtypes."""
+        leaves, tree = pytree.flatten(values, is_leaf=lambda x: isinstance(x, Tracer))
+        if tree != self.tree:
+            raise CompileError(
+                f"{what} must return values with the same structure as its inputs "
+                f"(expected {len(self.layout)} value(s) structured as {self.tree}, got {tree})"
+            )
+        out = []
+        for v, (shape, dtype) in zip(leaves, self.layout, strict=True):
+            t = as_tracer(v)
+            if t.shape != shape:
+                raise CompileError(
+                    f"{what}: a carried value changed shape from {shape} to {t.shape}"
+                )
+            if t.dtype != dtype and not np.can_cast(t.dtype, dtype, "same_kind"):
+                raise CompileError(
+                    f"{what}: a carried value changed dtype from {dtype} to {t.dtype}"
+                )
+            out.append(cast_tracer(t, dtype))
+        return out
+
+
+@contextlib.contextmanager
+def traced_region(block: Block) -> Iterator[Callable[[], None]]:
+    """Trace into `block`; yields `flush`, which emits the quantum ops queued so far in it
+    (call it before inserting the block's terminator)."""
+    ctx = context.current()
+    scope = ctx.quantum
+    if scope is not None:
+        scope.flush()  # ops queued before the region belong before the region op
+    b = ctx.builder
+    b.push(block)
+    queue = None
+    if scope is not None:
+        queue = qml.queuing.AnnotatedQueue()
+        scope.queues.append(queue)
+        queue.__enter__()
+    try:
+        yield (scope.flush if scope is not None else (lambda: None))
+    finally:
+        if queue is not None:
+            queue.__exit__(None, None, None)
+            scope.queues.pop()
+        b.pop()
+
+
+def _single(values: tuple) -> Any:
+    if len(values) == 0:
+        return None
+    return values[0] if len(values) == 1 else values
+
+
+# ----------------------------------------------------------------------------------------
+# for_loop
+# ----------------------------------------------------------------------------------------
+def for_loop(lower: Any, upper: Any, step: Any, allow_array_resizing: bool = False) -> Callable:
+    """`for i in range(lower, upper, step): carry = body(i, *carry)` as one compiled loop.
+
+    Use as `for_loop(0, n, 1)(body)(*init)`; the body takes the index and the carried
+    values and returns the new carried values (or nothing when there are none).
+    """
+
+    def decorator(body: Callable) -> Callable:
+        def run(*init: Any) -> Any:
+            if not context.is_tracing():
+                carry = init
+                for i in range(lower, upper, step):
+                    out = body(i, *carry)
+                    carry = out if isinstance(out, tuple) and len(init) > 1 else (out,)
+                    if not init:
+                        carry = ()
+                return _single(carry)
+            return _traced_for(lower, upper, step, body, init)
+
+        return run
+
+    return decorator
+
+
+def _index_value(x: Any) -> SSAValue:
+    b = context.current().builder
+    if isinstance(x, Tracer | Scalar):
+        t = cast_tracer(as_tracer(x), INT)
+        if t.shape != ():
+            raise CompileError("loop bounds must be scalars")
+        return b.to_index(t.elems[()].value)
+    return b.index(int(x))
+
+
+def _traced_for(lower: Any, upper: Any, step: Any, body: Callable, init: tuple) -> Any:
+    ctx = context.current()
+    b = ctx.builder
+    carry = Carry(init)
+    static_step = not isinstance(step, Tracer | Scalar)
+    if static_step and int(step) == 0:
+        raise CompileError("for_loop step must not be zero")
+    reverse = static_step and int(step) < 0
+    if reverse:
+        # iterate k = 0 .. ceil((lower - upper) / -step) and compute i = lower + k * step
+        lo = as_tracer(lower)
+        trip = np.maximum((lo - upper + (-int(step) - 1)) // (-int(step)), 0)
+        lb, ub, st = b.index(0), _index_value(trip), b.index(1)
+    else:
+        lb, ub, st = _index_value(lower), _index_value(upper), _index_value(step)
+    block = Block(arg_types=[INDEX, *carry.types()])
+    with traced_region(block) as flush:
+        iv = Tracer.scalar(b.from_index(block.args[0]), INT)
+        if reverse:
+            iv = as_tracer(
+                scalar_ufunc(
+                    np.add,
+                    as_tracer(lower).elems[()],
+                    scalar_ufunc(np.multiply, iv.elems[()], int(step)),
+                )
+            )
+        state = carry.rebuild(list(block.args[1:]))
+        out = body(iv, *state)
+        new = carry.conform(_as_result(init, out), "for_loop body")
+        values = carry.ssa(new)
+        flush()
+        b.insert(scf.YieldOp(*values))
+    op = b.insert(scf.ForOp(lb, ub, st, carry.ssa(), block))
+    return _single(tuple(carry.rebuild(list(op.results))))
+
+
+def _as_result(init: tuple, out: Any) -> tuple:
+    """A body's return value as a tuple matching `init` (bodies return a bare value when
+    there is one carried value)."""
+    if len(init) == 0:
+        if out is not None:
+            raise CompileError("the loop body returned a value but no initial value was given")
+        return ()
+    if len(init) == 1:
+        return (out,)
+    if not isinstance(out, tuple | list) or len(out) != len(init):
+        raise CompileError(f"the loop body must return {len(init)} values (one per carried value)")
+    return tuple(out)
+
+
+# ----------------------------------------------------------------------------------------
+# while_loop
+# ----------------------------------------------------------------------------------------
+def while_loop(cond_fn: Callable, allow_array_resizing: bool = False) -> Callable:
+    """`while cond_fn(*carry): carry = body(*carry)` as one compiled loop.
+
+    Use as `while_loop(cond_fn)(body)(*init)`.
+    """
+
+    def decorator(body: Callable) -> Callable:
+        def run(*init: Any) -> Any:
+            if not context.is_tracing():
+                carry = init
+                while cond_fn(*carry):
+                    carry = _as_result(init, body(*carry))
+                return _single(carry)
+            return _traced_while(cond_fn, body, init)
+
+        return run
+
+    return decorator
+
+
+def _traced_while(cond_fn: Callable, body: Callable, init: tuple) -> Any:
+    b = context.current().builder
+    carry = Carry(init)
+    types = carry.types()
+    before = Block(arg_types=types)
+    with traced_region(before) as flush:
+        state = carry.rebuild(list(before.args))
+        pred = cast_tracer(as_tracer(cond_fn(*state)), BOOL)
+        if pred.shape != ():
+            raise CompileError("the while_loop condition must return a scalar bool")
+        flush()
+        b.insert(scf.ConditionOp(pred.elems[()].value, *before.args))
+    after = Block(arg_types=types)
+    with traced_region(after) as flush:
+        state = carry.rebuild(list(after.args))
+        new = carry.conform(_as_result(init, body(*state)), "while_loop body")
+        values = carry.ssa(new)
+        flush()
+        b.insert(scf.YieldOp(*values))
+    op = b.insert(scf.WhileOp(carry.ssa(), types, Region(before), Region(after)))
+    return _single(tuple(carry.rebuild(list(op.results))))
+
+
+# ----------------------------------------------------------------------------------------
+# cond
+# ----------------------------------------------------------------------------------------
+class CondCallable:
+    """The object `cond(pred)(true_fn)` returns: add branches, then call it."""
+
+    def __init__(self, pred: Any, true_fn: Callable) -> None:
+        self.branches: list[tuple[Any, Callable]] = [(pred, true_fn)]
+        self.otherwise_fn: Callable | None = None
+
+    def else_if(self, pred: Any) -> Callable[[Callable], CondCallable]:
+        def decorator(fn: Callable) -> CondCallable:
+            self.branches.append((pred, fn))
+            return self
+
+        return decorator
+
+    def otherwise(self, fn: Callable) -> CondCallable:
+        self.otherwise_fn = fn
+        return self
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        traced = context.is_tracing() and any(_is_traced(p) for p, _ in self.branches)
+        if not traced:
+            for pred, fn in self.branches:
+                if pred:
+                    return fn(*args, **kwargs)
+            return self.otherwise_fn(*args, **kwargs) if self.otherwise_fn else None
+        return _traced_cond(self.branches, self.otherwise_fn, args, kwargs)
+
+
+def _is_traced(x: Any) -> bool:
+    return isinstance(x, Tracer | Scalar)
+
+
+def cond(pred: Any) -> Callable[[Callable], CondCallable]:
+    """`if pred: ... else: ...` on a traced value, Catalyst-style.
+
+    Decorate the true branch with `@cond(pred)`, add `.else_if(pred2)` and `.otherwise`
+    branches, then call the result; every branch must return the same structure (with
+    `otherwise` required when branches return values).
+    """
+
+    def decorator(fn: Callable) -> CondCallable:
+        return CondCallable(pred, fn)
+
+    return decorator
+
+
+def _traced_cond(branches: list, otherwise_fn: Callable | None, args: tuple, kwargs: dict) -> Any:
+    """Emit nested scf.if ops for if / elif... / else."""
+    b = context.current().builder
+    pred, fn = branches[0]
+    rest = branches[1:]
+
+    def else_fn(*a: Any, **k: Any) -> Any:
+        if rest:
+            return _cond_or_python(rest, otherwise_fn, a, k)
+        return otherwise_fn(*a, **k) if otherwise_fn else None
+
+    cond_value = cast_tracer(as_tracer(pred), BOOL)
+    if cond_value.shape != ():
+        raise CompileError("the cond predicate must be a scalar")
+    then_block, else_block = Block(), Block()
+    with traced_region(then_block) as flush:
+        then_out = _drop_operators(fn(*args, **kwargs))
+        flush()
+    with traced_region(else_block) as flush:
+        else_out = _drop_operators(else_fn(*args, **kwargs))
+        flush()
+    then_leaves, then_tree = pytree.flatten(then_out, is_leaf=lambda x: isinstance(x, Tracer))
+    else_leaves, else_tree = pytree.flatten(else_out, is_leaf=lambda x: isinstance(x, Tracer))
+    if then_leaves and otherwise_fn is None and not rest:
+        raise CompileError("cond branches that return values need an `otherwise` branch")
+    if then_tree != else_tree:
+        raise CompileError(
+            f"all cond branches must return the same structure (got {then_tree} and {else_tree})"
+        )
+    # one result type per leaf: the common dtype of the branches, same shape
+    then_t: list[Tracer] = []
+    else_t: list[Tracer] = []
+    layout = []
+    with traced_region(then_block):
+        then_t = [as_tracer(v) for v in then_leaves]
+    with traced_region(else_block):
+        else_t = [as_tracer(v) for v in else_leaves]
+    for x, y in zip(then_t, else_t, strict=True):
+        if x.shape != y.shape:
+            raise CompileError(f"cond branches return different shapes: {x.shape} and {y.shape}")
+        layout.append(np.result_type(x.dtype, y.dtype))
+    results = pytree.unflatten(
+        ("tuple", tuple(pytree.LEAF for _ in layout)),
+        [Tracer(np.empty(t.shape, dtype=object), d) for t, d in zip(then_t, layout, strict=True)],
+    )
+    carry = Carry(results)
+    for block, ts in ((then_block, then_t), (else_block, else_t)):
+        with traced_region(block):
+            cast = [cast_tracer(t, d) for t, d in zip(ts, layout, strict=True)]
+            b.insert(scf.YieldOp(*carry.ssa(cast)))
+    op = b.insert(
+        scf.IfOp(cond_value.elems[()].value, carry.types(), Region(then_block), Region(else_block))
+    )
+    leaves = list(carry.rebuild(list(op.results)))
+    return pytree.unflatten(then_tree, leaves)
+
+
+def _drop_operators(out: Any) -> Any:
+    """Branches like `qml.cond(m, qml.PauliX)(1)` return the operator they queued: not a value."""
+    return None if isinstance(out, qml.operation.Operator) else out
+
+
+def _cond_or_python(
+    branches: list, otherwise_fn: Callable | None, args: tuple, kwargs: dict
+) -> Any:
+    pred, fn = branches[0]
+    if _is_traced(pred):
+        return _traced_cond(branches, otherwise_fn, args, kwargs)
+    if pred:
+        return fn(*args, **kwargs)
+    if len(branches) > 1:
+        return _cond_or_python(branches[1:], otherwise_fn, args, kwargs)
+    return otherwise_fn(*args, **kwargs) if otherwise_fn else None
+
+
+__all__ = ["CondCallable", "cond", "for_loop", "while_loop"]

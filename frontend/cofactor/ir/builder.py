@@ -1,0 +1,194 @@
+"""IR emission helpers on top of xDSL.
+
+`IRBuilder` keeps the stack of insertion points (one per region being traced) and offers one
+small method per kind of op the tracer needs. Scalars are `f64`, `i64` or `i1` SSA values;
+arrays cross function boundaries as memrefs (complex128 as `memref<...x2xf64>`, see docs/ir.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.builder import Builder
+from xdsl.dialects import arith, func, math, memref
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BoolAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    UnitAttr,
+    f64,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from cofactor.ir.mlir15 import LIBM_FUNCTIONS, generic_op
+
+INDEX = IndexType()
+
+#: numpy dtype -> (scalar element type, trailing memref dims)
+_ELEMENT_TYPES: dict[np.dtype, tuple[Attribute, tuple[int, ...]]] = {
+    np.dtype(np.float64): (f64, ()),
+    np.dtype(np.int64): (i64, ()),
+    np.dtype(np.bool_): (i1, ()),
+    np.dtype(np.complex128): (f64, (2,)),
+}
+
+#: the dtypes cofactor supports
+SUPPORTED_DTYPES = tuple(_ELEMENT_TYPES)
+
+
+def scalar_type(dtype: np.dtype) -> Attribute:
+    """The MLIR type of one (real) scalar of `dtype`."""
+    return _ELEMENT_TYPES[np.dtype(dtype)][0]
+
+
+def memref_type(shape: Sequence[int], dtype: np.dtype) -> MemRefType:
+    """The memref type that holds an array of `shape` and `dtype` (complex: trailing 2xf64)."""
+    elem, extra = _ELEMENT_TYPES[np.dtype(dtype)]
+    return MemRefType(elem, [*shape, *extra])
+
+
+class IRBuilder:
+    """Emits ops at the current insertion point; `push`/`pop` enter and leave regions."""
+
+    def __init__(self) -> None:
+        self._stack: list[Builder] = []
+        self.libm_declared: set[str] = set()
+        self.module_ops: list[Operation] = []
+
+    # -- insertion points ------------------------------------------------------------
+    def push(self, block: Block) -> None:
+        self._stack.append(Builder(InsertPoint.at_end(block)))
+
+    def push_at(self, point: InsertPoint) -> None:
+        self._stack.append(Builder(point))
+
+    def pop(self) -> None:
+        self._stack.pop()
+
+    @property
+    def block(self) -> Block:
+        block = self._stack[-1].insertion_point.block
+        return block
+
+    def insert(self, op: Operation) -> Operation:
+        return self._stack[-1].insert(op)
+
+    def res(self, op: Operation) -> SSAValue:
+        """Insert `op` and return its single result."""
+        return self.insert(op).results[0]
+
+    # -- constants ---------------------------------------------------------------------
+    def const(self, value: float | int | bool, type_: Attribute) -> SSAValue:
+        if type_ == f64:
+            return self.res(arith.ConstantOp(FloatAttr(float(value), f64)))
+        if type_ == i1:
+            return self.res(arith.ConstantOp(IntegerAttr(-1 if value else 0, i1)))
+        return self.res(arith.ConstantOp(IntegerAttr(int(value), type_)))
+
+    # -- arithmetic ------------------------------------------------------------------
+    def binary(self, op_class: type[Operation], a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.res(op_class(a, b))
+
+    def unary(self, op_class: type[Operation], a: SSAValue) -> SSAValue:
+        return self.res(op_class(a))
+
+    def cmpf(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.res(arith.CmpfOp(a, b, predicate))
+
+    def cmpi(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.res(arith.CmpiOp(a, b, predicate))
+
+    def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.res(arith.SelectOp(cond, a, b))
+
+    def generic(self, name: str, operands: list[SSAValue], result: Attribute) -> SSAValue:
+        return self.res(generic_op(name, operands, [result]))
+
+    def libm(self, name: str, *args: SSAValue) -> SSAValue:
+        """`func.call @name(args) : (f64...) -> f64` to the C math library."""
+        if name not in self.libm_declared:
+            self.libm_declared.add(name)
+            nargs = LIBM_FUNCTIONS[name]
+            self.module_ops.append(func.FuncOp.external(name, [f64] * nargs, [f64]))
+        return self.res(func.CallOp(name, list(args), [f64]))
+
+    def math(self, op_class: type[Operation], a: SSAValue) -> SSAValue:
+        return self.res(op_class(a))
+
+    def powf(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.res(math.PowFOp(a, b))
+
+    def cast(self, value: SSAValue, src: Attribute, dst: Attribute) -> SSAValue:
+        """Convert a scalar between f64, i64 and i1 with numpy's semantics."""
+        if src == dst:
+            return value
+        if dst == i1:
+            zero = self.const(0, src)
+            if src == f64:
+                return self.cmpf("une", value, zero)
+            return self.cmpi("ne", value, zero)
+        if src == i1:
+            if dst == f64:
+                return self.res(arith.UIToFPOp(value, f64))
+            return self.res(arith.ExtUIOp(value, i64))
+        if dst == f64:
+            return self.res(arith.SIToFPOp(value, f64))
+        return self.res(arith.FPToSIOp(value, i64))
+
+    def to_index(self, value: SSAValue) -> SSAValue:
+        return self.res(arith.IndexCastOp(value, INDEX))
+
+    def from_index(self, value: SSAValue) -> SSAValue:
+        return self.res(arith.IndexCastOp(value, i64))
+
+    def index(self, value: int) -> SSAValue:
+        return self.res(arith.ConstantOp(IntegerAttr(value, INDEX)))
+
+    # -- memory ----------------------------------------------------------------------
+    def alloc(self, type_: MemRefType) -> SSAValue:
+        return self.res(memref.AllocOp.get(type_.element_type, shape=type_.get_shape()))
+
+    def alloca(self, type_: MemRefType) -> SSAValue:
+        return self.res(memref.AllocaOp.get(type_.element_type, shape=type_.get_shape()))
+
+    def dealloc(self, ref: SSAValue) -> None:
+        self.insert(memref.DeallocOp.get(ref))
+
+    def load(self, ref: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
+        return self.res(memref.LoadOp.get(ref, list(indices)))
+
+    def store(self, value: SSAValue, ref: SSAValue, indices: Sequence[SSAValue]) -> None:
+        self.insert(memref.StoreOp.get(value, ref, list(indices)))
+
+    def copy(self, src: SSAValue, dst: SSAValue) -> None:
+        self.insert(memref.CopyOp(src, dst))
+
+    def call(self, name: str, args: Sequence[SSAValue]) -> None:
+        self.insert(func.CallOp(name, list(args), []))
+
+
+def quantum_attrs(**attrs: object) -> dict[str, Attribute]:
+    """Python values -> attribute dictionary for a generic `quantum.*` op."""
+    out: dict[str, Attribute] = {}
+    for key, value in attrs.items():
+        if isinstance(value, bool):
+            out[key] = BoolAttr(value, i1)
+        elif isinstance(value, int):
+            out[key] = IntegerAttr(value, i64)
+        elif isinstance(value, str):
+            out[key] = StringAttr(value)
+        elif isinstance(value, list | tuple):
+            out[key] = ArrayAttr([IntegerAttr(int(v), i64) for v in value])
+        elif value is None:
+            out[key] = UnitAttr()
+        else:  # pragma: no cover - programming error
+            raise TypeError(f"cannot encode attribute {key}={value!r}")
+    return out

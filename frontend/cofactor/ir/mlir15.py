@@ -1,0 +1,66 @@
+"""MLIR 15 compatibility: the few spellings where xDSL (which follows current MLIR) and MLIR 15
+disagree, and the generic-form op factory used for them and for the `quantum` dialect.
+
+Every op the frontend emits either comes from an xDSL op class whose printed form MLIR 15
+parses (checked by tests/frontend/test_ir_ops.py through cofactor-opt / mlir-opt-15) or is
+emitted in generic form through :func:`generic_op` under the name given here.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import UnregisteredOp
+from xdsl.ir import Attribute, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.irdl import irdl_attr_definition
+
+#: current MLIR / xDSL name -> what MLIR 15 calls it (or how we replace it).
+MLIR15_SPELLINGS: dict[str, str] = {
+    "math.absf": "math.abs",  # renamed after 15
+    "arith.maximumf": "arith.maxf",  # renamed after 15; and convert-arith-to-llvm-15 does not
+    "arith.minimumf": "arith.minf",  # lower maxf/minf, so we emit cmpf + select instead
+    "math.fpowi": "math.powf",  # does not exist in 15
+    "arith.remf": "arith.remf",  # no xDSL op class: emitted in generic form
+}
+
+#: math functions MLIR 15 cannot lower without extra passes (or has no op for): the frontend
+#: calls the C library directly (`func.call @tan`), which every pipeline can lower.
+LIBM_FUNCTIONS: dict[str, int] = {
+    "tan": 1,
+    "asin": 1,
+    "acos": 1,
+    "atan": 1,
+    "atan2": 2,
+    "sinh": 1,
+    "cosh": 1,
+    "tanh": 1,
+    "expm1": 1,
+    "log1p": 1,
+    "log10": 1,
+    "log2": 1,
+    "fmod": 2,
+}
+
+
+@irdl_attr_definition
+class ObsType(ParametrizedAttribute, TypeAttribute):
+    """`!quantum.obs`: an observable handle (lowers to i64)."""
+
+    name = "quantum.obs"
+
+
+_GENERIC_CLASSES: dict[str, type[Operation]] = {}
+
+
+def generic_op(
+    name: str,
+    operands: list[SSAValue],
+    result_types: list[Attribute] | None = None,
+    attributes: dict[str, Attribute] | None = None,
+) -> Operation:
+    """An op that xDSL prints in MLIR's generic form:
+    `"name"(operands) {attrs} : (...) -> (...)`."""
+    cls = _GENERIC_CLASSES.get(name)
+    if cls is None:
+        cls = _GENERIC_CLASSES[name] = UnregisteredOp.with_name(name)
+    return cls.create(
+        operands=operands, result_types=result_types or [], attributes=attributes or {}
+    )

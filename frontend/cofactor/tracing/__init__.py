@@ -1,0 +1,1 @@
+"""Tracing Python into IR: the tracer, the numpy rules, the trace context, QNode capture."""

@@ -1,0 +1,104 @@
+"""The trace context: what is being built while a function is traced.
+
+One `TraceContext` exists per compilation. It owns the IR builder (whose insertion-point stack
+follows the regions being traced: function bodies, loop bodies, branches), the functions
+emitted so far (QNodes become their own `func.func`), and, while a QNode body is traced, the
+`QuantumScope` that collects PennyLane's queued operations.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType
+from xdsl.ir import Block, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from cofactor.ir.builder import IRBuilder
+
+if TYPE_CHECKING:
+    from cofactor.tracing.qnode import QuantumScope
+
+_CURRENT: list[TraceContext] = []
+
+
+class TraceContext:
+    """State of one trace: the IR under construction and the active quantum scope."""
+
+    def __init__(self, name: str, *, seed: int | None = None) -> None:
+        self.name = name
+        self.seed = seed
+        self.builder = IRBuilder()
+        self.functions: dict[Any, str] = {}  # cache key -> emitted func name
+        self.quantum: QuantumScope | None = None
+        self._names: set[str] = {name}
+        self.has_quantum = False
+        self.qnode_count = 0  # circuit functions emitted so far
+        # functions written directly as MLIR text, appended to the module (debug.print)
+        self.text_helpers: list[str] = []
+        # entry blocks of the functions being emitted (innermost last) and, per entry block,
+        # the buffers allocated there that must be freed before the function returns
+        self.function_entries: list[Block] = []
+        self._hoisted: dict[int, list[SSAValue]] = {}
+
+    def hoisted_alloc(self, type_: MemRefType, *, heap: bool = True) -> SSAValue:
+        """A buffer allocated once at the start of the current function (not inside the loop
+        or branch being traced), so repeated executions reuse it; freed at return."""
+        block = self.function_entries[-1]
+        self.builder.push_at(InsertPoint.at_start(block))
+        try:
+            ref = self.builder.alloc(type_) if heap else self.builder.alloca(type_)
+        finally:
+            self.builder.pop()
+        if heap:
+            self._hoisted.setdefault(id(block), []).append(ref)
+        return ref
+
+    def finish_function(self, block: Block) -> None:
+        """Free the hoisted buffers and return (at the current insertion point)."""
+        for ref in self._hoisted.pop(id(block), []):
+            self.builder.dealloc(ref)
+        self.builder.insert(func.ReturnOp())
+        self.function_entries.pop()
+
+    def fresh_name(self, base: str) -> str:
+        """A function name not used yet in this module."""
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "f"
+        name, i = base, 0
+        while name in self._names:
+            i += 1
+            name = f"{base}_{i}"
+        self._names.add(name)
+        return name
+
+
+def current() -> TraceContext:
+    """The active trace context (raises if nothing is being traced)."""
+    if not _CURRENT:
+        raise RuntimeError("no cofactor trace is active")
+    return _CURRENT[-1]
+
+
+def is_tracing() -> bool:
+    """True while cofactor traces a function (inside `qjit` compilation)."""
+    return bool(_CURRENT)
+
+
+@contextlib.contextmanager
+def tracing(ctx: TraceContext) -> Iterator[TraceContext]:
+    _CURRENT.append(ctx)
+    try:
+        yield ctx
+    finally:
+        _CURRENT.pop()
+
+
+class EvaluationContext:
+    """PennyLane's compiler-plugin hook (`pennylane.compilers` entry point `cofactor.context`)."""
+
+    @classmethod
+    def is_tracing(cls) -> bool:
+        return is_tracing()

@@ -1,0 +1,64 @@
+"""Minimal pytrees: nested tuples / lists / dicts of leaves, flattened and rebuilt.
+
+The tree definition is a hashable value, so it can be part of a compilation cache key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+LEAF = "*"
+
+
+def flatten(obj: Any, is_leaf=None) -> tuple[list[Any], Any]:
+    """Leaves in order, and the hashable structure to rebuild `obj` with `unflatten`."""
+    leaves: list[Any] = []
+    tree = _flatten(obj, leaves, is_leaf)
+    return leaves, tree
+
+
+def _flatten(obj: Any, leaves: list[Any], is_leaf) -> Any:
+    if is_leaf is not None and is_leaf(obj):
+        leaves.append(obj)
+        return LEAF
+    if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
+        return ("tuple", tuple(_flatten(v, leaves, is_leaf) for v in obj))
+    if isinstance(obj, list):
+        return ("list", tuple(_flatten(v, leaves, is_leaf) for v in obj))
+    if isinstance(obj, dict):
+        keys = tuple(obj.keys())
+        return ("dict", keys, tuple(_flatten(obj[k], leaves, is_leaf) for k in keys))
+    if obj is None:
+        return ("none",)
+    leaves.append(obj)
+    return LEAF
+
+
+def unflatten(tree: Any, leaves: list[Any]) -> Any:
+    """Inverse of `flatten`."""
+    it = iter(leaves)
+    return _unflatten(tree, it)
+
+
+def _unflatten(tree: Any, it) -> Any:
+    if tree == LEAF:
+        return next(it)
+    kind = tree[0]
+    if kind == "tuple":
+        return tuple(_unflatten(t, it) for t in tree[1])
+    if kind == "list":
+        return [_unflatten(t, it) for t in tree[1]]
+    if kind == "dict":
+        return {k: _unflatten(t, it) for k, t in zip(tree[1], tree[2], strict=True)}
+    return None
+
+
+def num_leaves(tree: Any) -> int:
+    if tree == LEAF:
+        return 1
+    kind = tree[0]
+    if kind in ("tuple", "list"):
+        return sum(num_leaves(t) for t in tree[1])
+    if kind == "dict":
+        return sum(num_leaves(t) for t in tree[2])
+    return 0

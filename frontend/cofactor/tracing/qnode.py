@@ -1,0 +1,563 @@
+"""QNodes: capturing a PennyLane circuit into a `func.func` of `quantum` ops.
+
+While a qjit function is traced, `QNode.__call__` is redirected (`capture_qnode_calls`) to
+`call_qnode`, which emits (once per argument signature) a function
+
+    func.func @<circuit>(%in: memref<...>..., %out: memref<...>...)   // void, destination-passing
+      quantum.device_acquire {num_qubits, shots, seed}
+      quantum.gate ... / quantum.measure ...           // from PennyLane's queue
+      quantum.obs_* ; quantum.expval / probs / ...     // terminal measurements -> %out
+      quantum.device_release
+
+and a `func.call` to it at the call site. The circuit body runs with PennyLane's queuing:
+operators land in an `AnnotatedQueue`; at each *flush point* (a mid-circuit measurement, a
+control-flow op, the end of the circuit) the queued operators are decomposed to the runtime's
+gate set and emitted in order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import numpy as np
+import pennylane as qml
+from pennylane.measurements import (
+    CountsMP,
+    ExpectationMP,
+    MeasurementProcess,
+    ProbabilityMP,
+    SampleMP,
+    StateMP,
+    VarianceMP,
+)
+from xdsl.dialects import func
+from xdsl.dialects.builtin import UnitAttr, f64, i1, i64
+from xdsl.ir import Block, Region, SSAValue
+
+from cofactor.errors import CompileError
+from cofactor.ir.builder import memref_type, quantum_attrs
+from cofactor.ir.mlir15 import ObsType, generic_op
+from cofactor.launcher import BufferSpec
+from cofactor.tracing import context, pytree
+from cofactor.tracing.numpy_rules import as_scalar, as_tracer, cast_tracer, store_tracer
+from cofactor.tracing.tracer import BOOL, COMPLEX, FLOAT, INT, Scalar, Tracer
+
+SUPPORTED_DEVICES = ("default.qubit", "lightning.qubit")
+NAMED_OBSERVABLES = ("Identity", "PauliX", "PauliY", "PauliZ", "Hadamard")
+SKIPPED_OPS = ("Identity", "Barrier", "Snapshot")
+
+
+@cache
+def runtime_gates() -> dict[str, tuple[int, int]]:
+    """Gate name -> (num_params, num_wires) from runtime/include/cofactor/gates.def."""
+    from cofactor.toolchain import REPO_ROOT
+
+    path = REPO_ROOT / "runtime" / "include" / "cofactor" / "gates.def"
+    text = path.read_text()
+    found = re.findall(r"^COFACTOR_GATE\((\w+),\s*(-?\d+),\s*(-?\d+)\)", text, re.M)
+    return {name: (int(p), int(w)) for name, p, w in found}
+
+
+@cache
+def gate_set() -> frozenset[str]:
+    """The operators the frontend emits directly; everything else is decomposed."""
+    return frozenset(runtime_gates()) | {"QubitUnitary", "PauliRot"}
+
+
+# ----------------------------------------------------------------------------------------
+# the quantum scope: state while a circuit body is traced
+# ----------------------------------------------------------------------------------------
+@dataclass
+class QuantumScope:
+    """A circuit under construction: device facts and the stack of PennyLane queues."""
+
+    qnode: Any
+    num_qubits: int | None  # None: inferred from the wires used (device without wires)
+    wire_map: dict[Any, int] | None
+    shots: int
+    queues: list[qml.queuing.AnnotatedQueue] = field(default_factory=list)
+    max_wire: int = -1
+
+    # -- wires -----------------------------------------------------------------------
+    def wire(self, label: Any) -> SSAValue:
+        """The i64 SSA value of a wire (labels map through the device wires)."""
+        b = context.current().builder
+        if isinstance(label, Tracer | Scalar):
+            t = as_tracer(label)
+            if t.shape != () or t.dtype not in (INT, BOOL):
+                raise CompileError("a traced wire must be an integer scalar")
+            if self.wire_map is not None and any(k != v for k, v in self.wire_map.items()):
+                raise CompileError("traced wires need a device with wires 0..n-1")
+            return cast_tracer(t, INT).elems[()].value
+        if self.wire_map is not None:
+            if label not in self.wire_map:
+                raise CompileError(
+                    f"wire {label!r} is not on the device (wires: {list(self.wire_map)})"
+                )
+            index = self.wire_map[label]
+        elif isinstance(label, int | np.integer) and label >= 0:
+            index = int(label)
+        else:
+            raise CompileError(f"wire label {label!r} needs a device declared with its wires")
+        self.max_wire = max(self.max_wire, index)
+        return b.const(index, i64)
+
+    # -- queue handling ----------------------------------------------------------------
+    def flush(self) -> list[Any]:
+        """Emit the queued operators; returns the queued measurement processes."""
+        if not self.queues:
+            return []
+        queue = self.queues[-1]
+        items = list(queue.queue)
+        queue.clear()
+        ops = [o for o in items if isinstance(o, qml.operation.Operator)]
+        measurements = [m for m in items if isinstance(m, MeasurementProcess)]
+        for op in _decompose(ops):
+            self.emit_operation(op)
+        return measurements
+
+    # -- operations ------------------------------------------------------------------
+    def emit_operation(
+        self,
+        op: qml.operation.Operator,
+        adjoint: bool = False,
+        ctrl: tuple[list[Any], list[int]] = ([], []),
+    ) -> None:
+        """Emit one operator of the gate set (with adjoint/control modifiers)."""
+        b = context.current().builder
+        name = op.name
+        if name in SKIPPED_OPS:
+            return
+        if isinstance(op, qml.ops.Adjoint) and _directly_emittable(op.base):
+            return self.emit_operation(op.base, not adjoint, ctrl)
+        if (
+            isinstance(op, qml.ops.Controlled)
+            and _directly_emittable(op.base)
+            and op.name not in runtime_gates()
+        ):
+            wires = [*ctrl[0], *op.control_wires]
+            values = [*ctrl[1], *[int(bool(v)) for v in op.control_values]]
+            return self.emit_operation(op.base, adjoint, (wires, values))
+        ctrl_wires = [self.wire(w) for w in ctrl[0]]
+        target = [self.wire(w) for w in op.wires]
+        common = {"adjoint": adjoint, "ctrl_values": list(ctrl[1])}
+        if name == "QubitUnitary":
+            matrix = _complex_matrix_memref(op.parameters[0])
+            attrs = quantum_attrs(num_wires=len(target), **common)
+            b.insert(generic_op("quantum.unitary", [matrix, *target, *ctrl_wires], [], attrs))
+            return
+        if name == "PauliRot":
+            theta = _f64(op.parameters[0])
+            word = op.hyperparameters["pauli_word"]
+            attrs = quantum_attrs(word=word, num_wires=len(target), **common)
+            b.insert(generic_op("quantum.pauli_rot", [theta, *target, *ctrl_wires], [], attrs))
+            return
+        if name not in runtime_gates():
+            raise CompileError(f"operation {name} is not supported by cofactor's runtime")
+        if name == "GlobalPhase":
+            target = []
+        params = [_f64(p) for p in op.parameters]
+        attrs = quantum_attrs(gate=name, num_params=len(params), num_wires=len(target), **common)
+        b.insert(generic_op("quantum.gate", [*params, *target, *ctrl_wires], [], attrs))
+
+    # -- observables and measurements ------------------------------------------------
+    def emit_observable(self, obs: qml.operation.Operator) -> SSAValue:
+        b = context.current().builder
+        obs_type = ObsType()
+        if obs.name in NAMED_OBSERVABLES and len(obs.wires) == 1:
+            attrs = quantum_attrs(kind=obs.name)
+            return b.res(
+                generic_op("quantum.obs_named", [self.wire(obs.wires[0])], [obs_type], attrs)
+            )
+        if obs.name == "Hermitian":
+            matrix = _complex_matrix_memref(obs.parameters[0])
+            wires = [self.wire(w) for w in obs.wires]
+            return b.res(generic_op("quantum.obs_hermitian", [matrix, *wires], [obs_type]))
+        if isinstance(obs, qml.ops.Prod) and _disjoint(obs.operands):
+            factors = [self.emit_observable(o) for o in obs.operands]
+            return b.res(generic_op("quantum.obs_tensor", factors, [obs_type]))
+        if isinstance(obs, qml.ops.Sum | qml.ops.SProd | qml.ops.LinearCombination | qml.ops.Prod):
+            coeffs, terms = obs.terms()
+            if any(np.iscomplexobj(c) and np.imag(c) != 0 for c in coeffs if not _is_dynamic(c)):
+                raise CompileError(
+                    f"observable {obs} has complex coefficients (it is not Hermitian)"
+                )
+            ctx = context.current()
+            buf = ctx.hoisted_alloc(memref_type((len(coeffs),), FLOAT), heap=False)
+            for i, c in enumerate(coeffs):
+                b.store(_f64(c), buf, [b.index(i)])
+            handles = [self.emit_observable(t) for t in terms]
+            return b.res(generic_op("quantum.obs_hamiltonian", [buf, *handles], [obs_type]))
+        # any other observable with a constant matrix (e.g. Projector): as a Hermitian
+        try:
+            constant = qml.matrix(obs, wire_order=obs.wires)
+            constant = np.asarray(constant, dtype=np.complex128)
+        except Exception:
+            constant = None
+        if constant is not None:
+            matrix = _complex_matrix_memref(constant)
+            wires = [self.wire(w) for w in obs.wires]
+            return b.res(generic_op("quantum.obs_hermitian", [matrix, *wires], [obs_type]))
+        raise CompileError(f"observable {obs.name} is not supported by cofactor")
+
+    def emit_measurement(self, mp: MeasurementProcess) -> Tracer:
+        """Emit a terminal measurement; returns its value as a memref-backed tracer."""
+        b = context.current().builder
+        ctx = context.current()
+        if isinstance(mp, ExpectationMP | VarianceMP):
+            op = "quantum.expval" if isinstance(mp, ExpectationMP) else "quantum.var"
+            handle = self.emit_observable(mp.obs)
+            value = b.res(generic_op(op, [handle], [f64]))
+            return Tracer.scalar(value, FLOAT)
+        if isinstance(mp, StateMP) and type(mp) is StateMP:
+            n = self.total_qubits()
+            out = ctx.hoisted_alloc(memref_type((2**n,), COMPLEX))
+            op = b.insert(generic_op("quantum.state", [out]))
+            return Tracer.from_memref(out, (2**n,), COMPLEX, anchor=op)
+        if isinstance(mp, ProbabilityMP | SampleMP | CountsMP):
+            eigen = None
+            if mp.obs is not None:
+                eigen = self._rotate_to_eigenbasis(mp.obs)
+            wires = [self.wire(w) for w in mp.wires]
+            k = len(mp.wires) if mp.wires else self.total_qubits()
+            if isinstance(mp, ProbabilityMP):
+                out = ctx.hoisted_alloc(memref_type((2**k,), FLOAT))
+                op = b.insert(generic_op("quantum.probs", [out, *wires]))
+                return Tracer.from_memref(out, (2**k,), FLOAT, anchor=op)
+            if self.shots <= 0:
+                raise CompileError(
+                    f"qml.{type(mp).__name__.removesuffix('MP').lower()} needs shots; the QNode "
+                    "is analytic (shots=None). Set shots with qml.set_shots or on the device."
+                )
+            if isinstance(mp, SampleMP):
+                out = ctx.hoisted_alloc(memref_type((self.shots, k), INT))
+                op = b.insert(generic_op("quantum.sample", [out, *wires]))
+                bits = Tracer.from_memref(out, (self.shots, k), INT, anchor=op)
+                return bits if eigen is None else eigen(bits)
+            if eigen is not None:
+                raise CompileError("qml.counts of an observable is not supported; use wires")
+            out = ctx.hoisted_alloc(memref_type((2**k,), INT))
+            op = b.insert(generic_op("quantum.counts", [out, *wires]))
+            counts = Tracer.from_memref(out, (2**k,), INT, anchor=op)
+            return (np.arange(2**k, dtype=np.int64), counts)
+        raise CompileError(f"measurement {type(mp).__name__} is not supported by cofactor")
+
+    def _rotate_to_eigenbasis(self, obs: qml.operation.Operator):
+        """Apply the observable's diagonalizing gates; returns bits -> eigenvalues for
+        Pauli words (used by sample)."""
+        for gate in _decompose(obs.diagonalizing_gates()):
+            self.emit_operation(gate)
+        factors = obs.operands if isinstance(obs, qml.ops.Prod) else [obs]
+        if not all(f.name in ("PauliX", "PauliY", "PauliZ", "Hadamard") for f in factors):
+            return None
+
+        def eigenvalues(bits: Tracer) -> Tracer:
+            signs = 1 - 2 * cast_tracer(bits, FLOAT)  # bit 0 -> +1, bit 1 -> -1
+            return np.prod(signs, axis=1)
+
+        return eigenvalues
+
+    def total_qubits(self) -> int:
+        if self.num_qubits is None:
+            raise CompileError(
+                "measuring all wires needs a device declared with its wires, "
+                "e.g. qml.device('default.qubit', wires=2)"
+            )
+        return self.num_qubits
+
+
+def _disjoint(ops: list[Any]) -> bool:
+    seen: set[Any] = set()
+    for o in ops:
+        if seen & set(o.wires):
+            return False
+        seen |= set(o.wires)
+    return True
+
+
+def _directly_emittable(op: qml.operation.Operator) -> bool:
+    if op.name in gate_set() or op.name in SKIPPED_OPS:
+        return True
+    if isinstance(op, qml.ops.Adjoint | qml.ops.Controlled):
+        return _directly_emittable(op.base)
+    return False
+
+
+def _decompose(ops: list[Any]) -> list[Any]:
+    """Decompose operators down to what `emit_operation` accepts."""
+    if all(_directly_emittable(op) for op in ops):
+        return ops
+    tape = qml.tape.QuantumScript(ops)
+    try:
+        [out], _ = qml.transforms.decompose(
+            tape, gate_set=set(gate_set()), stopping_condition=_directly_emittable
+        )
+    except CompileError:  # e.g. a traced value used as a Python bool by a decomposition
+        raise
+    except Exception as err:
+        names = sorted({op.name for op in ops if not _directly_emittable(op)})
+        raise CompileError(f"could not decompose {', '.join(names)} for cofactor: {err}") from err
+    return list(out.operations)
+
+
+def _f64(p: Any) -> SSAValue:
+    t = as_tracer(p)
+    if t.shape != ():
+        raise CompileError(f"expected a scalar gate parameter, got an array of shape {t.shape}")
+    if t.dtype == COMPLEX:
+        raise CompileError("complex gate parameters are not supported")
+    return as_scalar(t.elems[()], FLOAT).value
+
+
+def _complex_matrix_memref(m: Any) -> SSAValue:
+    """A (traced or constant) complex matrix stored into a stack buffer memref<DxDx2xf64>."""
+    ctx = context.current()
+    t = cast_tracer(as_tracer(m), COMPLEX)
+    buf = ctx.hoisted_alloc(memref_type(t.shape, COMPLEX), heap=False)
+    store_tracer(t, buf)
+    return buf
+
+
+# ----------------------------------------------------------------------------------------
+# QNode calls
+# ----------------------------------------------------------------------------------------
+def _device_facts(qnode: Any) -> tuple[int | None, dict[Any, int] | None, int]:
+    dev = qnode.device
+    name = getattr(dev, "name", type(dev).__name__)
+    short = getattr(dev, "short_name", name)
+    if name not in SUPPORTED_DEVICES and short not in SUPPORTED_DEVICES:
+        raise CompileError(
+            f"device {name!r} is not supported by cofactor; use one of "
+            f"{', '.join(SUPPORTED_DEVICES)} (they run on cofactor's own simulator)"
+        )
+    wires = dev.wires
+    wire_map = None if wires is None else {w: i for i, w in enumerate(wires.labels)}
+    num_qubits = None if wires is None else len(wires)
+    shots_obj = getattr(qnode, "shots", None) or dev.shots
+    if shots_obj is not None and shots_obj.has_partitioned_shots:
+        raise CompileError("shot vectors are not supported by cofactor")
+    shots = int(shots_obj.total_shots) if shots_obj is not None and shots_obj.total_shots else 0
+    return num_qubits, wire_map, shots
+
+
+def _static_key(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return ("array", x.shape, x.dtype.str, x.tobytes())
+    try:
+        hash(x)
+    except TypeError:
+        return ("id", id(x))
+    return x
+
+
+def call_qnode(qnode: Any, args: tuple, kwargs: dict) -> Any:
+    """A QNode called during tracing: emit (or reuse) its function, then call it."""
+    ctx = context.current()
+    if ctx.quantum is not None:
+        raise CompileError("calling a QNode inside another QNode is not supported")
+    if kwargs:
+        import inspect
+
+        sig = inspect.signature(qnode.func).bind(*args, **kwargs)
+        sig.apply_defaults()
+        args = sig.args
+    leaves, tree = pytree.flatten(args, is_leaf=lambda x: isinstance(x, Tracer))
+    dynamic = [as_tracer(x) for x in leaves if _is_dynamic(x)]
+    # traced values the circuit function captured from the enclosing trace (closures)
+    # become extra arguments: SSA values cannot cross function boundaries
+    cells = _traced_cells(qnode.func)
+    captured = [c.cell_contents for c in cells]
+    specs = tuple(BufferSpec(t.shape, t.dtype) for t in [*dynamic, *captured])
+    static = tuple(_static_key(x) for x in leaves if not _is_dynamic(x))
+    key = (id(qnode), tree, specs, static)
+    entry = ctx.functions.get(key)
+    if entry is None:
+        entry = _emit_qnode_function(qnode, tree, leaves, specs, cells)
+        ctx.functions[key] = entry
+    name, out_tree, out_leaves = entry
+    return _emit_call(name, [*dynamic, *captured], out_tree, out_leaves)
+
+
+def _traced_cells(fn: Any) -> list[Any]:
+    cells = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(value, Tracer):
+            cells.append(cell)
+    return cells
+
+
+def _is_dynamic(x: Any) -> bool:
+    return isinstance(x, Tracer | Scalar) or (isinstance(x, np.ndarray) and x.dtype == object)
+
+
+def _emit_qnode_function(
+    qnode: Any, tree: Any, leaves: list[Any], specs: tuple[BufferSpec, ...], cells: list[Any]
+) -> tuple[str, Any, list[Any]]:
+    ctx = context.current()
+    b = ctx.builder
+    num_qubits, wire_map, shots = _device_facts(qnode)
+    name = ctx.fresh_name(getattr(qnode.func, "__name__", "circuit"))
+    in_types = [memref_type(s.shape, s.dtype) for s in specs]
+    block = Block(arg_types=in_types)
+    scope = QuantumScope(qnode, num_qubits, wire_map, shots)
+    outer_values: list[Any] = []
+    ctx.quantum, ctx.has_quantum = scope, True
+    b.push(block)
+    ctx.function_entries.append(block)
+    try:
+        params = iter(
+            Tracer.from_memref(arg, s.shape, s.dtype, anchor=block)
+            for arg, s in zip(block.args, specs, strict=True)
+        )
+        call_leaves = [next(params) if _is_dynamic(x) else x for x in leaves]
+        call_args = pytree.unflatten(tree, call_leaves)
+        outer_values = [c.cell_contents for c in cells]
+        for c in cells:
+            c.cell_contents = next(params)
+        queue = qml.queuing.AnnotatedQueue()
+        scope.queues.append(queue)
+        with queue:
+            result = qnode.func(*call_args)
+            scope.flush()
+        out_values, out_tree = pytree.flatten(
+            result, is_leaf=lambda x: isinstance(x, MeasurementProcess | Tracer)
+        )
+        outputs: list[Any] = []
+        for v in out_values:
+            if isinstance(v, MeasurementProcess):
+                outputs.append(scope.emit_measurement(v))
+            else:
+                outputs.append(v)
+        # counts return (basis states, counts): splice that pair into the tree
+        out_values2, out_tree = pytree.flatten(
+            pytree.unflatten(out_tree, outputs), is_leaf=lambda x: isinstance(x, Tracer)
+        )
+        out_tracers, out_leaves = [], []
+        for v in out_values2:
+            if isinstance(v, np.ndarray) and v.dtype != object:
+                out_leaves.append(v)  # static (counts basis states)
+                continue
+            t = as_tracer(v)
+            out_tracers.append(t)
+            out_leaves.append(BufferSpec(t.shape, t.dtype))
+        out_args = [
+            block.insert_arg(memref_type(t.shape, t.dtype), len(block.args)) for t in out_tracers
+        ]
+        for t, ref in zip(out_tracers, out_args, strict=True):
+            store_tracer(t, ref)
+        b.insert(generic_op("quantum.device_release", []))
+        ctx.finish_function(block)
+    finally:
+        for c, v in zip(cells, outer_values, strict=False):
+            c.cell_contents = v
+        b.pop()
+        ctx.quantum = None
+    n = num_qubits if num_qubits is not None else scope.max_wire + 1
+    if n <= 0:
+        n = 1
+    # qjit(seed=s): every circuit function of the program gets its own fixed seed, so that
+    # two circuits are not correlated while every call of the program repeats its results
+    seed = -1 if ctx.seed is None else (int(ctx.seed) + 7919 * ctx.qnode_count) % 2**62
+    ctx.qnode_count += 1
+    acquire = generic_op(
+        "quantum.device_acquire", [], [], quantum_attrs(num_qubits=n, shots=shots, seed=seed)
+    )
+    if block.first_op is not None:
+        block.insert_op_before(acquire, block.first_op)
+    else:
+        block.add_op(acquire)
+    out_types = [memref_type(s.shape, s.dtype) for s in out_leaves if isinstance(s, BufferSpec)]
+    fn = func.FuncOp(name, ([*in_types, *out_types], []), Region(block))
+    fn.attributes["cofactor.qnode"] = UnitAttr()
+    fn.sym_visibility = None
+    b.module_ops.append(fn)
+    return name, out_tree, out_leaves
+
+
+def _emit_call(name: str, dynamic: list[Tracer], out_tree: Any, out_leaves: list[Any]) -> Any:
+    ctx = context.current()
+    b = ctx.builder
+    args = []
+    for t in dynamic:
+        if t._elems is None and t.memref is not None:
+            args.append(t.memref)
+        else:
+            buf = ctx.hoisted_alloc(memref_type(t.shape, t.dtype))
+            store_tracer(t, buf)
+            args.append(buf)
+    outs = [
+        ctx.hoisted_alloc(memref_type(s.shape, s.dtype))
+        for s in out_leaves
+        if isinstance(s, BufferSpec)
+    ]
+    call = b.insert(func.CallOp(name, [*args, *outs], []))
+    it = iter(outs)
+    values = [
+        Tracer.from_memref(next(it), s.shape, s.dtype, anchor=call)
+        if isinstance(s, BufferSpec)
+        else s
+        for s in out_leaves
+    ]
+    return pytree.unflatten(out_tree, values)
+
+
+@contextlib.contextmanager
+def capture_qnode_calls() -> Iterator[None]:
+    """For the duration of a trace: redirect `QNode.__call__` to `call_qnode`, and make
+    `qml.math.is_abstract` true for tracers (as it is for JAX tracers), so that PennyLane
+    skips value checks it cannot do on traced data (e.g. StatePrep's norm check)."""
+    original_call = qml.QNode.__call__
+    original_is_abstract = qml.math.is_abstract
+
+    def traced_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if context.is_tracing():
+            return call_qnode(self, args, kwargs)
+        return original_call(self, *args, **kwargs)
+
+    def is_abstract(tensor: Any, like: str | None = None) -> bool:
+        if isinstance(tensor, Tracer | Scalar) or (
+            isinstance(tensor, np.ndarray)
+            and tensor.dtype == object
+            and any(isinstance(v, Scalar) for v in tensor.flat)
+        ):
+            return True
+        return original_is_abstract(tensor, like=like)
+
+    qml.QNode.__call__ = traced_call
+    qml.math.is_abstract = is_abstract
+    try:
+        yield
+    finally:
+        qml.QNode.__call__ = original_call
+        qml.math.is_abstract = original_is_abstract
+
+
+def measure(wires: Any, reset: bool = False, postselect: int | None = None) -> Tracer:
+    """Mid-circuit measurement of one wire; returns a traced bool (Catalyst's `measure`)."""
+    ctx = context.current() if context.is_tracing() else None
+    scope = ctx.quantum if ctx is not None else None
+    if scope is None:
+        raise CompileError("cofactor.measure can only be used from within a @qjit QNode")
+    if isinstance(wires, list | tuple | qml.wires.Wires):
+        if len(wires) != 1:
+            raise CompileError("Only one element is supported for the 'wires' parameter")
+        wires = wires[0]
+    if postselect not in (None, 0, 1):
+        raise CompileError("postselect must be 0, 1 or None")
+    scope.flush()
+    b = ctx.builder
+    attrs = quantum_attrs(reset=bool(reset), postselect=-1 if postselect is None else postselect)
+    value = b.res(generic_op("quantum.measure", [scope.wire(wires)], [i1], attrs))
+    return Tracer.scalar(value, BOOL)
+
+
+__all__ = ["QuantumScope", "call_qnode", "capture_qnode_calls", "measure", "runtime_gates"]

@@ -1,0 +1,463 @@
+"""The tracer: a stand-in for a numpy array while a function is traced.
+
+A `Tracer` has a static shape and one of the supported dtypes (float64, int64, bool,
+complex128). Its data is an object array of `Scalar`s, one SSA value per element (complex:
+an (re, im) pair), or, for arrays that arrive in memory (entry arguments, QNode results), a
+memref from which elements are loaded on first use. Numpy functions reach the tracer through
+`__array_ufunc__` / `__array_function__` and are turned into IR by `numpy_rules`.
+
+Keeping elements as individual `Scalar` objects makes numpy itself do the structural work:
+reshape, transpose, stack, slicing, `dot`, `sum` over an axis all run on the object array and
+call the `Scalar` operators, which emit one `arith`/`math` op each. The price is IR size
+proportional to the array size, which suits the small classical pre/post-processing of hybrid
+programs; large arrays (state vectors) stay in memrefs unless their elements are touched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.lib.mixins import NDArrayOperatorsMixin
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from cofactor.errors import CompileError
+from cofactor.tracing import context
+
+COMPLEX = np.dtype(np.complex128)
+FLOAT = np.dtype(np.float64)
+INT = np.dtype(np.int64)
+BOOL = np.dtype(np.bool_)
+
+_BOOL_MESSAGE = (
+    "A traced value was used where Python needs a concrete {what} ({where}). Its value is only "
+    "known when the compiled program runs. Use cofactor.cond for if/else on traced values, "
+    "cofactor.while_loop for while loops, cofactor.for_loop for loops with traced bounds, or "
+    "mark the argument static with qjit(static_argnums=...)."
+)
+
+
+def normalize_dtype(dtype: Any) -> np.dtype:
+    """Map a numpy dtype onto the supported ones (float*->float64, int*->int64, ...)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return BOOL
+    if dtype.kind in "iu":
+        return INT
+    if dtype.kind == "f":
+        return FLOAT
+    if dtype.kind == "c":
+        return COMPLEX
+    raise CompileError(f"cofactor does not support values of dtype {dtype}")
+
+
+class Scalar:
+    """One traced number: an SSA value (a pair of f64 for complex) and its dtype.
+
+    `const` holds the Python value when the scalar is a known constant (used to fold, e.g.
+    `x ** 2` into a multiplication). Scalars are valid numpy object-array elements: Python
+    operators and the method names numpy's object loops call (`sin`, `exp`, ...) emit IR.
+    """
+
+    __slots__ = ("value", "dtype", "const")
+
+    def __init__(self, value: Any, dtype: np.dtype, const: Any = None) -> None:
+        self.value = value
+        self.dtype = dtype
+        self.const = const
+
+    def __repr__(self) -> str:
+        return f"Scalar({self.dtype}, {self.const if self.const is not None else '?'})"
+
+    # Python operators and numpy object-loop methods all go through the ufunc rules.
+    def _u(self, ufunc: np.ufunc, *others: Any) -> Any:
+        from cofactor.tracing.numpy_rules import scalar_ufunc
+
+        return scalar_ufunc(ufunc, self, *others)
+
+    def _r(self, ufunc: np.ufunc, other: Any) -> Any:
+        from cofactor.tracing.numpy_rules import scalar_ufunc
+
+        return scalar_ufunc(ufunc, other, self)
+
+    def __add__(self, o):  # noqa: D105
+        return self._u(np.add, o)
+
+    def __radd__(self, o):
+        return self._r(np.add, o)
+
+    def __sub__(self, o):
+        return self._u(np.subtract, o)
+
+    def __rsub__(self, o):
+        return self._r(np.subtract, o)
+
+    def __mul__(self, o):
+        return self._u(np.multiply, o)
+
+    def __rmul__(self, o):
+        return self._r(np.multiply, o)
+
+    def __truediv__(self, o):
+        return self._u(np.true_divide, o)
+
+    def __rtruediv__(self, o):
+        return self._r(np.true_divide, o)
+
+    def __floordiv__(self, o):
+        return self._u(np.floor_divide, o)
+
+    def __rfloordiv__(self, o):
+        return self._r(np.floor_divide, o)
+
+    def __mod__(self, o):
+        return self._u(np.remainder, o)
+
+    def __rmod__(self, o):
+        return self._r(np.remainder, o)
+
+    def __pow__(self, o):
+        return self._u(np.power, o)
+
+    def __rpow__(self, o):
+        return self._r(np.power, o)
+
+    def __neg__(self):
+        return self._u(np.negative)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return self._u(np.absolute)
+
+    def __lt__(self, o):
+        return self._u(np.less, o)
+
+    def __le__(self, o):
+        return self._u(np.less_equal, o)
+
+    def __gt__(self, o):
+        return self._u(np.greater, o)
+
+    def __ge__(self, o):
+        return self._u(np.greater_equal, o)
+
+    def __eq__(self, o):  # type: ignore[override]
+        return self._u(np.equal, o)
+
+    def __ne__(self, o):  # type: ignore[override]
+        return self._u(np.not_equal, o)
+
+    def __and__(self, o):
+        return self._u(np.bitwise_and, o)
+
+    def __rand__(self, o):
+        return self._r(np.bitwise_and, o)
+
+    def __or__(self, o):
+        return self._u(np.bitwise_or, o)
+
+    def __ror__(self, o):
+        return self._r(np.bitwise_or, o)
+
+    def __xor__(self, o):
+        return self._u(np.bitwise_xor, o)
+
+    def __invert__(self):
+        return self._u(np.invert)
+
+    __hash__ = object.__hash__
+
+    def __bool__(self) -> bool:
+        raise CompileError(_BOOL_MESSAGE.format(what="bool", where="if/while/and/or"))
+
+    def __float__(self) -> float:
+        raise CompileError(_BOOL_MESSAGE.format(what="float", where="float()"))
+
+    def __int__(self) -> int:
+        raise CompileError(_BOOL_MESSAGE.format(what="int", where="int()"))
+
+    def __index__(self) -> int:
+        raise CompileError(_BOOL_MESSAGE.format(what="int", where="an index or a shape"))
+
+    def __complex__(self) -> complex:
+        raise CompileError(_BOOL_MESSAGE.format(what="complex", where="complex()"))
+
+    def conjugate(self):
+        return self._u(np.conjugate)
+
+    @property
+    def real(self):
+        from cofactor.tracing.numpy_rules import scalar_real
+
+        return scalar_real(self)
+
+    @property
+    def imag(self):
+        from cofactor.tracing.numpy_rules import scalar_imag
+
+        return scalar_imag(self)
+
+
+def _object_loop_method(ufunc: np.ufunc):
+    def method(self, *others):
+        return self._u(ufunc, *others)
+
+    method.__name__ = ufunc.__name__
+    return method
+
+
+# numpy's object loops call `element.<ufunc name>()` for the math ufuncs.
+for _uf in (
+    np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.sinh, np.cosh, np.tanh,
+    np.exp, np.expm1, np.log, np.log1p, np.log2, np.log10, np.sqrt, np.floor, np.ceil,
+    np.arctan2, np.square, np.absolute, np.sign, np.rint, np.conjugate,
+):  # fmt: skip
+    setattr(Scalar, _uf.__name__, _object_loop_method(_uf))
+Scalar.conj = Scalar.conjugate
+
+
+class _LazyMemref:
+    """An array that lives in a memref: elements are loaded on first use, right after the op
+    that made the memref's contents final (so the loads dominate every later use)."""
+
+    __slots__ = ("ref", "anchor")
+
+    def __init__(self, ref: SSAValue, anchor: Operation | Block) -> None:
+        self.ref = ref
+        self.anchor = anchor  # an op (load after it) or a block (load at its start)
+
+
+class Tracer(NDArrayOperatorsMixin):
+    """A traced numpy array (or scalar, shape ())."""
+
+    __array_priority__ = 1000
+    __slots__ = ("_elems", "_memref", "_shape", "dtype")
+
+    def __init__(
+        self,
+        elems: np.ndarray | None,
+        dtype: np.dtype,
+        *,
+        memref: _LazyMemref | None = None,
+        shape: tuple[int, ...] | None = None,
+    ) -> None:
+        self.dtype = np.dtype(dtype)
+        self._elems = elems
+        self._memref = memref
+        self._shape = tuple(elems.shape) if elems is not None else tuple(shape or ())
+
+    # -- constructors ------------------------------------------------------------------
+    @classmethod
+    def from_memref(
+        cls, ref: SSAValue, shape: tuple[int, ...], dtype: np.dtype, anchor: Operation | Block
+    ) -> Tracer:
+        return cls(None, dtype, memref=_LazyMemref(ref, anchor), shape=shape)
+
+    @classmethod
+    def scalar(cls, value: Any, dtype: np.dtype) -> Tracer:
+        elems = np.empty((), dtype=object)
+        elems[()] = Scalar(value, np.dtype(dtype))
+        return cls(elems, dtype)
+
+    # -- data ----------------------------------------------------------------------------
+    @property
+    def elems(self) -> np.ndarray:
+        """The object array of `Scalar`s (loading from the memref if needed)."""
+        if self._elems is None:
+            self._elems = _load_all(self._memref, self._shape, self.dtype)
+        return self._elems
+
+    @property
+    def memref(self) -> SSAValue | None:
+        """The memref holding this array, if it is stored in one."""
+        return self._memref.ref if self._memref is not None else None
+
+    # -- array attributes ----------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self._shape, dtype=np.int64))
+
+    @property
+    def T(self) -> Tracer:
+        return np.transpose(self)
+
+    @property
+    def real(self) -> Tracer:
+        return np.real(self)
+
+    @property
+    def imag(self) -> Tracer:
+        return np.imag(self)
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d traced value")
+        return self._shape[0]
+
+    def __iter__(self):
+        if not self._shape:
+            raise TypeError("iteration over a 0-d traced value")
+        for i in range(self._shape[0]):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return f"Tracer(shape={self._shape}, dtype={self.dtype})"
+
+    # -- numpy protocols -----------------------------------------------------------------
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        from cofactor.tracing.numpy_rules import array_ufunc
+
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        from cofactor.tracing.numpy_rules import array_function
+
+        return array_function(func, args, kwargs)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        # np.array([tracer, ...]) and qml.math.asarray land here: hand numpy the elements as
+        # an object array; numpy's object loops then call the Scalar operators.
+        return self.elems
+
+    # -- indexing ----------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> Tracer:
+        from cofactor.tracing.numpy_rules import getitem
+
+        return getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        from cofactor.tracing.numpy_rules import setitem
+
+        setitem(self, key, value)
+
+    # -- conversions that cannot happen while tracing ------------------------------------
+    def __bool__(self) -> bool:
+        raise CompileError(_BOOL_MESSAGE.format(what="bool", where="if/while/and/or"))
+
+    def __float__(self) -> float:
+        raise CompileError(_BOOL_MESSAGE.format(what="float", where="float()"))
+
+    def __int__(self) -> int:
+        raise CompileError(_BOOL_MESSAGE.format(what="int", where="int()"))
+
+    def __index__(self) -> int:
+        raise CompileError(_BOOL_MESSAGE.format(what="int", where="an index, range() or a shape"))
+
+    def __complex__(self) -> complex:
+        raise CompileError(_BOOL_MESSAGE.format(what="complex", where="complex()"))
+
+    __hash__ = object.__hash__
+
+    # -- ndarray-like methods ------------------------------------------------------------
+    def astype(self, dtype: Any) -> Tracer:
+        from cofactor.tracing.numpy_rules import cast_tracer
+
+        return cast_tracer(self, normalize_dtype(dtype))
+
+    def reshape(self, *shape: Any, **kw: Any) -> Tracer:
+        if len(shape) == 1 and isinstance(shape[0], tuple | list):
+            shape = tuple(shape[0])
+        return np.reshape(self, shape, **kw)
+
+    def flatten(self) -> Tracer:
+        return np.reshape(self, (-1,))
+
+    ravel = flatten
+
+    def transpose(self, *axes: Any) -> Tracer:
+        return np.transpose(self, axes or None)
+
+    def sum(self, axis: Any = None, **kw: Any) -> Tracer:
+        return np.sum(self, axis=axis, **kw)
+
+    def prod(self, axis: Any = None, **kw: Any) -> Tracer:
+        return np.prod(self, axis=axis, **kw)
+
+    def mean(self, axis: Any = None, **kw: Any) -> Tracer:
+        return np.mean(self, axis=axis, **kw)
+
+    def max(self, axis: Any = None, **kw: Any) -> Tracer:
+        return np.max(self, axis=axis, **kw)
+
+    def min(self, axis: Any = None, **kw: Any) -> Tracer:
+        return np.min(self, axis=axis, **kw)
+
+    def conj(self) -> Tracer:
+        return np.conjugate(self)
+
+    conjugate = conj
+
+    def dot(self, other: Any) -> Tracer:
+        return np.dot(self, other)
+
+    def squeeze(self, axis: Any = None) -> Tracer:
+        return np.squeeze(self, axis=axis)
+
+    def item(self) -> Tracer:
+        if self.size != 1:
+            raise CompileError("item() of a traced array with more than one element")
+        return np.reshape(self, ())
+
+    def tolist(self) -> Any:
+        return [self[i] for i in range(len(self))] if self.ndim else self
+
+
+def _load_all(lazy: _LazyMemref, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """Emit loads of every element of `lazy.ref` right after its anchor; returns the Scalars."""
+    return load_elements(lazy, shape, dtype, np.arange(int(np.prod(shape))).reshape(shape))
+
+
+def load_elements(
+    lazy: _LazyMemref, shape: tuple[int, ...], dtype: np.dtype, flat_ids: np.ndarray
+) -> np.ndarray:
+    """Load the elements at row-major positions `flat_ids` (any shape) of an array of `shape`
+    stored in `lazy.ref`. The loads go right after the memref's anchor, so they dominate every
+    later use; returns an object array of Scalars shaped like `flat_ids`."""
+    b = context.current().builder
+    if isinstance(lazy.anchor, Block):
+        b.push_at(InsertPoint.at_start(lazy.anchor))
+    else:
+        b.push_at(InsertPoint.after(lazy.anchor))
+    try:
+        out = np.empty(flat_ids.shape, dtype=object)
+        index_cache: dict[int, SSAValue] = {}
+
+        def idx(i: int) -> SSAValue:
+            if i not in index_cache:
+                index_cache[i] = b.index(i)
+            return index_cache[i]
+
+        for pos in np.ndindex(*flat_ids.shape):
+            ids = [idx(int(i)) for i in np.unravel_index(int(flat_ids[pos]), shape)]
+            if dtype == COMPLEX:
+                re = b.load(lazy.ref, [*ids, idx(0)])
+                im = b.load(lazy.ref, [*ids, idx(1)])
+                out[pos] = Scalar((re, im), dtype)
+            else:
+                out[pos] = Scalar(b.load(lazy.ref, ids), dtype)
+    finally:
+        b.pop()
+    return out
+
+
+def _register_with_autoray() -> None:
+    """PennyLane computes on operator parameters through `qml.math` (autoray): dispatch
+    tracers to numpy, whose functions come back to the tracer through the protocols."""
+    import autoray
+
+    autoray.register_backend(Tracer, "numpy")
+    autoray.register_backend(Scalar, "numpy")
+
+
+_register_with_autoray()

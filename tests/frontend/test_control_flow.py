@@ -1,0 +1,173 @@
+"""for_loop / while_loop / cond, classical (quantum bodies are in test_quantum.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cofactor import CompileError, cond, for_loop, qjit, while_loop
+
+pytestmark = pytest.mark.needs_toolchain
+
+
+def test_for_loop_sum():
+    @qjit
+    def f(n):
+        @for_loop(0, n, 1)
+        def body(i, total):
+            return total + i
+
+        return body(0)
+
+    assert f(5) == 10
+    assert f(0) == 0
+    assert f.compile_count == 1
+
+
+def test_for_loop_negative_step_and_several_carries():
+    @qjit
+    def f(x):
+        @for_loop(10, 0, -3)
+        def body(i, acc, v):
+            return acc + i, v * x
+
+        return body(0, np.ones(2))
+
+    acc, v = f(2.0)
+    assert acc == 10 + 7 + 4 + 1
+    np.testing.assert_allclose(v, [16.0, 16.0])
+
+
+def test_for_loop_traced_bounds_and_array_carry():
+    @qjit
+    def f(lo, hi, v):
+        @for_loop(lo, hi, 2)
+        def body(i, acc):
+            return acc + v * i
+
+        return body(np.zeros(3))
+
+    v = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(f(1, 6, v), v * (1 + 3 + 5))
+
+
+def test_for_loop_python_semantics_outside_qjit():
+    @for_loop(0, 4, 1)
+    def body(i, total):
+        return total + i
+
+    assert body(0) == 6
+
+
+def test_while_loop():
+    @qjit
+    def f(x):
+        @while_loop(lambda v: v < 100.0)
+        def body(v):
+            return v * 3
+
+        return body(x)
+
+    assert f(1.0) == 243.0
+    assert f(200.0) == 200.0
+
+
+def test_while_loop_two_carries():
+    @qjit
+    def f(n):
+        @while_loop(lambda i, s: i < n)
+        def body(i, s):
+            return i + 1, s + i * i
+
+        return body(0, 0)
+
+    assert f(4) == (4, 0 + 1 + 4 + 9)
+
+
+def test_cond_classical_branches():
+    @qjit
+    def f(x, y):
+        @cond(y > 1.5)
+        def branch():
+            return x**2
+
+        @branch.otherwise
+        def branch():
+            return x
+
+        return branch()
+
+    assert f(3.0, 2.0) == 9.0
+    assert f(3.0, 1.0) == 3.0
+
+
+def test_cond_else_if_chain_and_promotion():
+    @qjit
+    def f(x):
+        @cond(x < 0)
+        def sign():
+            return -1
+
+        @sign.else_if(x == 0)
+        def _():
+            return 0
+
+        @sign.otherwise
+        def _():
+            return 1.0
+
+        return sign()
+
+    assert [f(-2.0), f(0.0), f(5.0)] == [-1.0, 0.0, 1.0]
+
+
+def test_cond_on_python_value_runs_python():
+    @qjit
+    def f(x):
+        return cond(True)(lambda: x + 1).otherwise(lambda: x - 1)()
+
+    assert f(1.0) == 2.0
+
+
+def test_cond_needs_otherwise_when_returning():
+    @qjit
+    def f(x):
+        return cond(x > 0)(lambda: x)()
+
+    with pytest.raises(CompileError, match="otherwise"):
+        f(1.0)
+
+
+def test_cond_branches_must_agree():
+    @qjit
+    def f(x):
+        return cond(x > 0)(lambda: x).otherwise(lambda: (x, x))()
+
+    with pytest.raises(CompileError, match="same structure"):
+        f(1.0)
+
+
+def test_loop_body_must_keep_shape():
+    @qjit
+    def f(n):
+        return for_loop(0, n, 1)(lambda i, v: np.concatenate([v, v]))(np.zeros(1))
+
+    with pytest.raises(CompileError, match="changed shape"):
+        f(3)
+
+
+def test_nested_loops_and_cond():
+    @qjit
+    def f(n):
+        @for_loop(0, n, 1)
+        def outer(i, acc):
+            @for_loop(0, i, 1)
+            def inner(j, a):
+                return cond(j % 2 == 0)(lambda: a + j).otherwise(lambda: a)()
+
+            return inner(acc)
+
+        return outer(0)
+
+    expected = sum(j for i in range(6) for j in range(i) if j % 2 == 0)
+    assert f(6) == expected

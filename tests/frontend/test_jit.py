@@ -1,0 +1,220 @@
+"""qjit behaviour: compilation cache, promotion, static arguments, AOT, errors, stages."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import cofactor
+from cofactor import CompileError, ShapeDtype, qjit
+
+pytestmark = pytest.mark.needs_toolchain
+
+
+def test_caching_and_promotion_follow_catalyst():
+    @qjit
+    def f(x, y):
+        return x**2 + y
+
+    assert f(0.4, 1) == pytest.approx(1.16)  # traces (float, int)
+    assert f.compile_count == 1
+    assert f(0.2, 3) == pytest.approx(3.04)  # same signature
+    assert f.compile_count == 1
+    assert f(0.15, 0.65) == pytest.approx(0.6725)  # float cannot become int: recompiles
+    assert f.compile_count == 2
+    assert f(2, 4.65) == pytest.approx(8.65)  # int promotes to float: reuses
+    assert f.compile_count == 2
+    np.testing.assert_allclose(f([0.2], [0.6]), [0.64])  # new shape: recompiles
+    assert f.compile_count == 3
+    np.testing.assert_allclose(f(np.array([0.5]), np.array([1])), [1.25])  # promotes
+    assert f.compile_count == 3
+
+
+def test_bool_promotes_to_int():
+    f = qjit(lambda n: n * 2)
+    assert f(3) == 6
+    assert f(True) == 2
+    assert f.compile_count == 1
+
+
+def test_aot_from_annotations():
+    @qjit
+    def g(x: float):
+        return 2 * x
+
+    assert g.mlir is not None and g.compile_count == 1  # compiled at decoration
+    assert g(3) == 6.0
+    assert g.compile_count == 1
+    with pytest.warns(UserWarning, match="did not match the declared signature"):
+        np.testing.assert_allclose(g(np.array([1.0, 2.0])), [2.0, 4.0])
+    assert g.compile_count == 2
+
+
+def test_aot_with_array_annotations():
+    @qjit
+    def h(v: ShapeDtype((3,), np.float64), n: int):
+        return v * n
+
+    assert h.compile_count == 1
+    np.testing.assert_allclose(h(np.ones(3), 2), [2.0, 2.0, 2.0])
+    assert h.compile_count == 1
+
+
+@dataclass(frozen=True)
+class C:
+    value: int
+
+
+def test_static_argnums():
+    @qjit(static_argnums=1)
+    def f(x: int, y: C):
+        return x + y.value
+
+    assert f(1, C(5)) == 6
+    assert f.compile_count == 1
+    assert f(1, C(7)) == 8
+    assert f.compile_count == 2
+    assert f(2, C(5)) == 7
+    assert f.compile_count == 2
+
+
+def test_static_argnums_used_for_python_control_flow():
+    @qjit(static_argnums=(1,))
+    def f(x, n):
+        for _ in range(n):
+            x = x * 2
+        return x
+
+    assert f(1.0, 3) == 8.0
+    assert f(1.0, 4) == 16.0
+
+
+def test_static_argnums_out_of_range():
+    with pytest.raises(CompileError, match="beyond the valid range"):
+        qjit(lambda x: x, static_argnums=2)
+    with pytest.raises(TypeError, match="static_argnums"):
+        qjit(lambda x: x, static_argnums="0")
+
+
+def test_unhashable_static_argument():
+    f = qjit(lambda x, y: x, static_argnums=1)
+    with pytest.raises(CompileError, match="hashable"):
+        f(1.0, [1, 2])
+
+
+def test_python_if_on_traced_value_points_to_cond():
+    @qjit
+    def f(x):
+        if x > 1:
+            return x
+        return -x
+
+    with pytest.raises(CompileError, match="cofactor.cond"):
+        f(2.0)
+
+
+def test_python_while_on_traced_value_points_to_while_loop():
+    @qjit
+    def f(x):
+        while x < 10:
+            x = x * 2
+        return x
+
+    with pytest.raises(CompileError, match="cofactor.while_loop"):
+        f(2.0)
+
+
+def test_unsupported_numpy_function_is_named():
+    f = qjit(lambda x: np.fft.fft(x))
+    with pytest.raises(CompileError, match="fft"):
+        f(np.ones(4))
+
+
+def test_wrong_argument_type_says_what_is_expected():
+    f = qjit(lambda x: x)
+    with pytest.raises(CompileError, match="expected a number, a numpy array"):
+        f("hello")
+    with pytest.raises(CompileError, match="expected numbers"):
+        f(np.array(["a"]))
+
+
+def test_wrong_arity_is_a_type_error():
+    f = qjit(lambda x, y: x + y)
+    with pytest.raises(TypeError):
+        f(1.0)
+
+
+def test_keyword_arguments_and_defaults():
+    @qjit
+    def f(x, y=2.0):
+        return x * y
+
+    assert f(3.0) == 6.0
+    assert f(x=3.0, y=3.0) == 9.0
+
+
+def test_aot_failure_warns_and_retries_at_call():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+
+        @qjit
+        def f(x: float):
+            if x > 0:
+                return x
+            return -x
+
+    assert any("AOT" in str(w.message) for w in caught)
+    with pytest.raises(CompileError):
+        f(1.0)
+
+
+def test_keep_intermediate_writes_stages(tmp_path, capsys):
+    folder = tmp_path / "stages"
+    f = qjit(lambda x: x + 1, keep_intermediate=folder)
+    f(1.0)
+    assert (folder / "module.mlir").read_text().strip()
+    assert (folder / "module.ll").exists()
+    assert str(folder) in capsys.readouterr().out
+
+
+def test_debug_print_outside_qjit_is_print(capsys):
+    cofactor.debug.print("hello", 1)
+    assert capsys.readouterr().out == "hello 1\n"
+
+
+def test_debug_print_prints_at_run_time(capfd):
+    @qjit
+    def f(x, v, n, z):
+        cofactor.debug.print("x =", x, "v:", v, "big", n > 1, "100%")
+        cofactor.debug.print(z, n, sep=" | ")
+        return x
+
+    f(0.5, np.array([1.0, 2.5]), 3, 1 - 2j)
+    first = capfd.readouterr().out
+    f(0.25, np.array([0.0, -1.0]), 0, 2j)
+    second = capfd.readouterr().out
+    assert first == "x = 0.5 v: [1, 2.5] big 1 100%\n(1-2j) | 3\n"
+    assert second == "x = 0.25 v: [0, -1] big 0 100%\n(0+2j) | 0\n"
+    assert f.compile_count == 1
+
+
+def test_outputs_are_fresh_arrays():
+    f = qjit(lambda x: x * 2)
+    a = f(np.ones(2))
+    b = f(np.ones(2) * 3)
+    np.testing.assert_allclose(a, [2.0, 2.0])
+    np.testing.assert_allclose(b, [6.0, 6.0])
+
+
+def test_pennylane_qjit_with_compiler_cofactor():
+    import pennylane as qml
+
+    @qml.qjit(compiler="cofactor")
+    def f(x):
+        return x * 2
+
+    assert isinstance(f, cofactor.QJIT)
+    assert f(2.0) == 4.0
