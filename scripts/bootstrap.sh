@@ -65,17 +65,25 @@ add_bookworm_suite() {
     [ -f "$list" ] && return 0
     local uri="" signed=""
     local f
+    # deb822 files: the first enabled stanza whose Suites name trixie (or its alias stable,
+    # not -security, not oldstable) gives URI and key. Comment lines do not count.
+    local stanza='BEGIN{RS=""} /(^|\n)Suites:([^\n]*[ \t])?(trixie|stable)([ \t]|$|\n)/ && !/security/ && !/(^|\n)Enabled:[ \t]*no/'
     for f in /etc/apt/sources.list.d/*.sources; do
         [ -f "$f" ] || continue
-        # The first stanza whose Suites name trixie (not -security) gives URI and key.
-        uri=$(awk 'BEGIN{RS=""} /Suites:[^\n]*trixie( |$|\n)/ && !/security/ {
-                 if (match($0, /URIs:[ \t]*[^ \t\n]+/)) { s=substr($0,RSTART,RLENGTH); sub(/URIs:[ \t]*/,"",s); print s; exit } }' "$f")
-        signed=$(awk 'BEGIN{RS=""} /Suites:[^\n]*trixie( |$|\n)/ && !/security/ {
-                 if (match($0, /Signed-By:[ \t]*[^ \t\n]+/)) { s=substr($0,RSTART,RLENGTH); sub(/Signed-By:[ \t]*/,"",s); print s; exit } }' "$f")
+        uri=$(awk "$stanza"' { if (match($0, /(^|\n)URIs:[ \t]*[^ \t\n]+/)) {
+                 s=substr($0,RSTART,RLENGTH); sub(/^\n?URIs:[ \t]*/,"",s); print s; exit } }' "$f")
+        signed=$(awk "$stanza"' { if (match($0, /(^|\n)Signed-By:[ \t]*[^ \t\n]+/)) {
+                 s=substr($0,RSTART,RLENGTH); sub(/^\n?Signed-By:[ \t]*/,"",s); print s; exit } }' "$f")
         [ -n "$uri" ] && break
     done
-    if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
-        uri=$(awk '$1=="deb" && $0 ~ / trixie / {for(i=2;i<=NF;i++) if ($i ~ /^[a-z]+:\/\//) {print $i; exit}}' /etc/apt/sources.list)
+    # One-line format (sources.list, sources.list.d/*.list): the first "deb" line for trixie/stable;
+    # the URI may be mirror+http(s)/mirror+file, and [signed-by=...] is honoured.
+    if [ -z "$uri" ]; then
+        local line
+        line=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
+               | awk '$1=="deb" && /[ \t](trixie|stable)[ \t]/ {print; exit}' || true)
+        uri=$(awk '{for(i=2;i<=NF;i++) if ($i ~ /^[a-z+]+:\/\//) {print $i; exit}}' <<<"$line")
+        signed=$(sed -n 's/.*signed-by=\([^] \t]*\).*/\1/p' <<<"$line")
     fi
     [ -n "$uri" ] || die "could not find this machine's Debian mirror in its apt sources"
     signed=${signed:-/usr/share/keyrings/debian-archive-keyring.gpg}

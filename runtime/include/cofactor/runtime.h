@@ -77,6 +77,10 @@ int64_t cf_rt_obs_tensor(const int64_t *obs, int64_t num_obs);
 int64_t cf_rt_obs_hamiltonian(const double *coeffs, const int64_t *obs, int64_t num_terms);
 
 /* ---- measurements ------------------------------------------------------------------- */
+/* With shots > 0, expval/var are estimated from `shots` samples per term (PennyLane's
+ * finite-shot semantics, Hermitian factors diagonalised by their eigendecomposition), except
+ * the variance of a sum of several terms, which stays analytic. When an error is pending (or raised), expval/var return
+ * NaN, observable constructors -1, cf_rt_measure 0: check the error slot. */
 double cf_rt_expval(int64_t obs);
 double cf_rt_var(int64_t obs);
 /* probs over `wires` (num_wires == 0: all wires); out has 2^num_wires entries. */
@@ -90,10 +94,15 @@ void cf_rt_counts(int64_t *out, const int64_t *wires, int64_t num_wires);
 /* mid-circuit measurement: returns the outcome (0/1); reset != 0 puts the wire back in |0>;
  * postselect in {0, 1} forces that outcome (an error if its probability is zero), -1 none. */
 int8_t cf_rt_measure(int64_t wire, int8_t reset, int64_t postselect);
+/* (postselection of an outcome whose probability is below 1e-16 is CF_ERR_POSTSELECTION;
+ * the state is renormalised otherwise, as PennyLane does analytically.) */
 
 /* ---- differentiation ---------------------------------------------------------------- */
 /* Between start and stop, every parametrised gate is recorded; its parameters are numbered
  * in execution order (a gate with k parameters takes k consecutive numbers). */
+/* The tape records every gate (and mid-circuit measurement) so that it can be walked
+ * backwards or replayed; cf_rt_tape_start while recording starts over. Acquire and release
+ * discard the tape. QubitUnitary is recorded but has no parameters. */
 void cf_rt_tape_start(void);
 void cf_rt_tape_stop(void);
 int64_t cf_rt_tape_num_params(void);
@@ -105,6 +114,18 @@ void cf_rt_adjoint_jacobian(const int64_t *obs, int64_t num_obs, double *jac);
  * `shift` (all parameters as recorded otherwise), leaving the device in the final state so
  * that measurements can follow. Used for parameter-shift. */
 void cf_rt_tape_replay_shifted(int64_t param_index, double shift);
+
+/* ---- additions (not emitted by the lowering; for tests, tools and benchmarks) ---------- */
+/* Overwrites the state with 2^n complex amplitudes (interleaved doubles), which must be
+ * normalised to 1e-8. Not allowed while the tape records (a replay starts from |0...0>). */
+void cf_rt_set_state(const double *amplitudes);
+/* The name of gate `gate_id` (NULL if unknown; sets no error) and, through the pointers when
+ * not NULL, its number of parameters and wires as in gates.def. */
+const char *cf_rt_gate_info(int64_t gate_id, int64_t *num_params, int64_t *num_wires);
+/* Applies the (uncontrolled, non-adjoint) gate `repeats` times after validating it once;
+ * for timing kernels without the per-call overhead. Not allowed while the tape records. */
+void cf_rt_gate_repeat(int64_t repeats, int64_t gate_id, const double *params, int64_t num_params,
+                       const int64_t *wires, int64_t num_wires);
 
 #ifdef __cplusplus
 }
