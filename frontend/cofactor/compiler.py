@@ -22,8 +22,12 @@ from pathlib import Path
 from cofactor import toolchain
 from cofactor.errors import CompileError
 
-#: cofactor-opt passes from the frontend's dialects down to the LLVM dialect.
+#: cofactor-opt passes from the frontend's dialects down to the LLVM dialect
+#: (docs/gradients.md explains the gradient passes around the standard lowering).
 LOWERING_PASSES: tuple[str, ...] = (
+    "--cofactor-split-qnodes",
+    "--cofactor-custom-gradients",
+    "--lower-gradient-ops",
     "--lower-quantum-to-runtime",
     "--convert-scf-to-cf",
     "--convert-math-to-llvm",
@@ -33,6 +37,8 @@ LOWERING_PASSES: tuple[str, ...] = (
     "--convert-func-to-llvm",
     "--convert-cf-to-llvm",
     "--reconcile-unrealized-casts",
+    # Needs llvm.func symbols, so it runs on the LLVM dialect.
+    "--cofactor-emit-enzyme-glue",
 )
 
 #: Enzyme's PreserveNVVM step turns `__enzyme_register_gradient_*` globals into the

@@ -1,0 +1,121 @@
+//===- GradientUtils.cpp - helpers shared by the gradient passes ----------===//
+
+#include "GradientUtils.h"
+
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Dialect/Arithmetic/IR/Arithmetic.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+
+Type cofactor::getVoidPtrType(MLIRContext *ctx) {
+  return LLVM::LLVMPointerType::get(IntegerType::get(ctx, 8));
+}
+
+bool cofactor::isSupportedMemRef(Type type) {
+  auto memref = type.dyn_cast<MemRefType>();
+  return memref && memref.getLayout().isIdentity();
+}
+
+Value cofactor::dataPointer(OpBuilder &b, Location loc, Value memref) {
+  // MLIR 15 has no memref.extract_aligned_pointer_as_index: read the pointer
+  // from the LLVM descriptor through a cast that meets the descriptor the
+  // memref becomes in the standard lowering (reconcile-unrealized-casts then
+  // removes both casts).
+  LLVMTypeConverter converter(b.getContext());
+  Type descType = converter.convertType(memref.getType());
+  Value desc =
+      b.create<UnrealizedConversionCastOp>(loc, descType, memref).getResult(0);
+  Type elementPtr = descType.cast<LLVM::LLVMStructType>().getBody()[1];
+  Value aligned = b.create<LLVM::ExtractValueOp>(loc, elementPtr, desc,
+                                                 b.getI64ArrayAttr(1));
+  Value offset = b.create<LLVM::ExtractValueOp>(loc, b.getI64Type(), desc,
+                                                b.getI64ArrayAttr(2));
+  Value start =
+      b.create<LLVM::GEPOp>(loc, elementPtr, aligned, ValueRange{offset});
+  return b.create<LLVM::BitcastOp>(loc, getVoidPtrType(b.getContext()), start);
+}
+
+Value cofactor::dataAddress(OpBuilder &b, Location loc, Value memref) {
+  return b.create<LLVM::PtrToIntOp>(loc, b.getI64Type(),
+                                    dataPointer(b, loc, memref));
+}
+
+Value cofactor::byteSize(OpBuilder &b, Location loc, Value memref) {
+  auto type = memref.getType().cast<MemRefType>();
+  Type element = type.getElementType();
+  int64_t elementBytes =
+      element.isIndex() ? 8 : (element.getIntOrFloatBitWidth() + 7) / 8;
+  Value size = b.create<arith::ConstantIndexOp>(loc, elementBytes);
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    Value dim = b.create<memref::DimOp>(loc, memref, d);
+    size = b.create<arith::MulIOp>(loc, size, dim);
+  }
+  return b.create<arith::IndexCastOp>(loc, b.getI64Type(), size);
+}
+
+Value cofactor::allocLike(OpBuilder &b, Location loc, Value like) {
+  auto type = like.getType().cast<MemRefType>();
+  SmallVector<Value> dynamicSizes;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      dynamicSizes.push_back(b.create<memref::DimOp>(loc, like, d));
+  return b.create<memref::AllocOp>(loc, type, dynamicSizes);
+}
+
+void cofactor::forEachElement(
+    OpBuilder &b, Location loc, Value memref,
+    function_ref<void(OpBuilder &, Location, ValueRange)> body) {
+  auto type = memref.getType().cast<MemRefType>();
+  SmallVector<Value> lbs, ubs, steps;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    lbs.push_back(b.create<arith::ConstantIndexOp>(loc, 0));
+    ubs.push_back(b.create<memref::DimOp>(loc, memref, d));
+    steps.push_back(b.create<arith::ConstantIndexOp>(loc, 1));
+  }
+  if (lbs.empty()) {
+    body(b, loc, ValueRange());
+    return;
+  }
+  scf::buildLoopNest(b, loc, lbs, ubs, steps,
+                     [&](OpBuilder &nb, Location nloc, ValueRange ivs) {
+                       body(nb, nloc, ivs);
+                     });
+}
+
+static Value zeroOf(OpBuilder &b, Location loc, Type type) {
+  if (type.isIndex())
+    return b.create<arith::ConstantIndexOp>(loc, 0);
+  return b.create<arith::ConstantOp>(loc, b.getZeroAttr(type));
+}
+
+void cofactor::fillZero(OpBuilder &b, Location loc, Value memref) {
+  Type element = memref.getType().cast<MemRefType>().getElementType();
+  Value zero = zeroOf(b, loc, element);
+  forEachElement(b, loc, memref,
+                 [&](OpBuilder &nb, Location nloc, ValueRange ivs) {
+                   nb.create<memref::StoreOp>(nloc, zero, memref, ivs);
+                 });
+}
+
+void cofactor::accumulate(OpBuilder &b, Location loc, Value dst, Value src) {
+  forEachElement(b, loc, dst,
+                 [&](OpBuilder &nb, Location nloc, ValueRange ivs) {
+                   Value old = nb.create<memref::LoadOp>(nloc, dst, ivs);
+                   Value add = nb.create<memref::LoadOp>(nloc, src, ivs);
+                   Value sum = nb.create<arith::AddFOp>(nloc, old, add);
+                   nb.create<memref::StoreOp>(nloc, sum, dst, ivs);
+                 });
+}
+
+func::FuncOp cofactor::getOrDeclare(ModuleOp module, StringRef name,
+                                    FunctionType type) {
+  if (auto fn = module.lookupSymbol<func::FuncOp>(name))
+    return fn;
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  auto fn = b.create<func::FuncOp>(module.getLoc(), name, type);
+  fn.setPrivate();
+  return fn;
+}

@@ -1,0 +1,52 @@
+//===- GradientUtils.h - helpers shared by the gradient passes --*- C++ -*-===//
+//
+// Builders for the func/memref/scf code the gradient passes emit around memref
+// arguments: raw data pointers for the runtime, byte sizes, element loops, and
+// runtime declarations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef COFACTOR_LIB_GRADIENT_GRADIENTUTILS_H
+#define COFACTOR_LIB_GRADIENT_GRADIENTUTILS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/STLExtras.h"
+
+namespace cofactor {
+
+/// The address of a memref's first element as `!llvm.ptr<i8>`, as the
+/// runtime's `void *` parameters expect.
+mlir::Value dataPointer(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value memref);
+/// The same as an i64 (to compare, or to store into an i64 array).
+mlir::Value dataAddress(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value memref);
+/// The size in bytes of a memref's data, as an i64.
+mlir::Value byteSize(mlir::OpBuilder &b, mlir::Location loc,
+                     mlir::Value memref);
+/// A fresh `memref.alloc` with the type and (dynamic) sizes of `like`.
+mlir::Value allocLike(mlir::OpBuilder &b, mlir::Location loc, mlir::Value like);
+/// Calls `body(ivs)` inside a loop nest over every element of `memref`.
+void forEachElement(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref,
+                    llvm::function_ref<void(mlir::OpBuilder &, mlir::Location,
+                                            mlir::ValueRange)>
+                        body);
+/// Stores zero into every element of `memref`.
+void fillZero(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref);
+/// `dst[...] += src[...]` elementwise (floating-point element types only).
+void accumulate(mlir::OpBuilder &b, mlir::Location loc, mlir::Value dst,
+                mlir::Value src);
+/// The private declaration `name` of `type`, created if the module lacks it.
+mlir::func::FuncOp getOrDeclare(mlir::ModuleOp module, llvm::StringRef name,
+                                mlir::FunctionType type);
+/// Whether the gradient passes can handle values of this type: memrefs with the
+/// identity layout (contiguous, offset 0), as the frontend emits.
+bool isSupportedMemRef(mlir::Type type);
+/// `!llvm.ptr<i8>`.
+mlir::Type getVoidPtrType(mlir::MLIRContext *ctx);
+
+} // namespace cofactor
+
+#endif // COFACTOR_LIB_GRADIENT_GRADIENTUTILS_H

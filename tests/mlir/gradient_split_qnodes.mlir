@@ -1,0 +1,161 @@
+// RUN: cofactor-opt %s -split-input-file --cofactor-split-qnodes -verify-diagnostics \
+// RUN:   | FileCheck %s
+
+// --cofactor-split-qnodes on a QNode whose gate parameters are computed classically,
+// some inside an scf.for. Gate parameters are numbered in execution order by a counter.
+
+func.func private @circuit(%x: memref<3xf64>, %out: memref<f64>)
+    attributes {cofactor.qnode, cofactor.diff_method = "adjoint", cofactor.num_inputs = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %w0 = arith.constant 0 : i64
+  %w1 = arith.constant 1 : i64
+  %two = arith.constant 2.0 : f64
+  "quantum.device_acquire"() {num_qubits = 2 : i64} : () -> ()
+  %x0 = memref.load %x[%c0] : memref<3xf64>
+  %a = arith.mulf %x0, %two : f64
+  "quantum.gate"(%a, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  scf.for %i = %c0 to %c3 step %c1 {
+    %xi = memref.load %x[%i] : memref<3xf64>
+    "quantum.gate"(%xi, %w1) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+    "quantum.gate"(%w0, %w1) {gate = "CNOT", num_params = 0 : i64, num_wires = 2 : i64} : (i64, i64) -> ()
+  }
+  "quantum.pauli_rot"(%x0, %w0, %w1) {word = "XY", num_wires = 2 : i64} : (f64, i64, i64) -> ()
+  %obs = "quantum.obs_named"(%w0) {kind = "PauliZ"} : (i64) -> !quantum.obs
+  %e = "quantum.expval"(%obs) : (!quantum.obs) -> f64
+  memref.store %e, %out[] : memref<f64>
+  "quantum.device_release"() : () -> ()
+  return
+}
+
+// Not reachable from a gradient.vjp: left alone (checked below).
+func.func private @unrelated(%x: memref<f64>, %out: memref<f64>)
+    attributes {cofactor.qnode, cofactor.num_inputs = 1 : i64} {
+  %w0 = arith.constant 0 : i64
+  %v = memref.load %x[] : memref<f64>
+  "quantum.gate"(%v, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  return
+}
+
+// The QNode reached through a classical function.
+func.func private @hybrid(%x: memref<3xf64>, %out: memref<f64>) attributes {cofactor.num_inputs = 1 : i64} {
+  func.call @circuit(%x, %out) : (memref<3xf64>, memref<f64>) -> ()
+  return
+}
+func.func @grad(%x: memref<3xf64>, %out: memref<f64>, %ct: memref<f64>, %dx: memref<3xf64>) {
+  "gradient.vjp"(%x, %out, %ct, %dx) {callee = @hybrid, num_inputs = 1 : i64,
+      num_outputs = 1 : i64, diff_inputs = [0]}
+      : (memref<3xf64>, memref<f64>, memref<f64>, memref<3xf64>) -> ()
+  return
+}
+
+// @circuit becomes the classical preprocessing: count, allocate, record every gate
+// parameter in order (inside the loop too), no quantum op left, call the quantum part.
+// CHECK-LABEL: func.func private @circuit(
+// CHECK-NOT: cofactor.qnode
+// CHECK-NOT: quantum.
+// CHECK: %[[CTR:.*]] = memref.alloca() : memref<index>
+// CHECK: call @__enzyme_integer(
+// CHECK: %[[SLOT:.*]] = memref.alloca() : memref<index>
+// CHECK: call @__enzyme_integer(
+// CHECK: call @circuit.pcount(%arg0, %[[SLOT]]) : (memref<3xf64>, memref<index>) -> ()
+// CHECK: %[[N:.*]] = memref.load %[[SLOT]][] : memref<index>
+// CHECK: llvm.call @malloc
+// CHECK: %[[PARAMS:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<?xf64>
+// CHECK: %[[A:.*]] = arith.mulf
+// CHECK: %[[I0:.*]] = memref.load %[[CTR]][] : memref<index>
+// CHECK: memref.store %[[A]], %[[PARAMS]][%{{.*}}] : memref<?xf64>
+// CHECK: scf.for
+// CHECK: %[[XI:.*]] = memref.load %arg0[
+// CHECK: memref.load %[[CTR]][] : memref<index>
+// CHECK: memref.store %[[XI]], %[[PARAMS]][%{{.*}}] : memref<?xf64>
+// CHECK: }
+// CHECK: memref.store %{{.*}}, %[[PARAMS]][%{{.*}}] : memref<?xf64>
+// CHECK: call @circuit.quantum(%arg0, %[[PARAMS]], %arg1) : (memref<3xf64>, memref<?xf64>, memref<f64>) -> ()
+// CHECK: memref.dealloc %[[PARAMS]]
+// CHECK-NOT: quantum.
+// CHECK: return
+
+// CHECK-LABEL: func.func private @unrelated(
+// CHECK-SAME: cofactor.qnode
+// CHECK: quantum.gate
+
+// The parameter count: classical code only, inactive for Enzyme.
+// CHECK-LABEL: func.func private @circuit.pcount(%arg0: memref<3xf64>, %arg1: memref<index>)
+// CHECK-SAME: cofactor.inactive
+// CHECK-NOT: quantum.
+// CHECK: scf.for
+// CHECK: arith.addi
+// CHECK: memref.store %{{.*}}, %arg1[] : memref<index>
+// CHECK: return
+
+// The quantum part reads every gate parameter from params and has a VJP.
+// CHECK-LABEL: func.func private @circuit.quantum(%arg0: memref<3xf64>, %arg1: memref<?xf64>, %arg2: memref<f64>)
+// CHECK-SAME: cofactor.num_inputs = 2 : i64
+// CHECK-SAME: cofactor.vjp = @circuit.quantum.vjp
+// CHECK: quantum.device_acquire
+// CHECK: %[[P0:.*]] = memref.load %arg1[%{{.*}}] : memref<?xf64>
+// CHECK: "quantum.gate"(%[[P0]], %{{.*}}) {gate = "RX"
+// CHECK: scf.for
+// CHECK: %[[P1:.*]] = memref.load %arg1[%{{.*}}] : memref<?xf64>
+// CHECK: "quantum.gate"(%[[P1]], %{{.*}}) {gate = "RY"
+// CHECK: "quantum.gate"(%{{.*}}, %{{.*}}) {gate = "CNOT"
+// CHECK: %[[P2:.*]] = memref.load %arg1[%{{.*}}] : memref<?xf64>
+// CHECK: "quantum.pauli_rot"(%[[P2]],
+// CHECK: quantum.expval
+// CHECK: quantum.device_release
+
+// The replay with recording on, asking the runtime for the 1 x P Jacobian.
+// CHECK-LABEL: func.func private @circuit.quantum.jac(%arg0: memref<3xf64>, %arg1: memref<?xf64>, %arg2: memref<1x?xf64>, %arg3: memref<f64>)
+// CHECK: quantum.device_acquire
+// CHECK-NEXT: call @cf_rt_tape_start() : () -> ()
+// CHECK: quantum.expval
+// CHECK: %[[NP:.*]] = memref.dim %arg1
+// CHECK: %[[P:.*]] = arith.index_cast %[[NP]] : index to i64
+// CHECK: %[[R:.*]] = arith.constant 1 : i64
+// CHECK: call @cf_rt_tape_stop() : () -> ()
+// CHECK: call @cf_rt_jacobian_recorded(%{{.*}}, %[[R]], %[[P]]) : (!llvm.ptr<i8>, i64, i64) -> ()
+// CHECK-NEXT: quantum.device_release
+
+// vjp_params[p] = sum_r cout[r] * jac[r, p]; the inputs get zero.
+// CHECK-LABEL: func.func private @circuit.quantum.vjp(%arg0: memref<3xf64>, %arg1: memref<?xf64>, %arg2: memref<f64>, %arg3: memref<3xf64>, %arg4: memref<?xf64>)
+// CHECK: %[[JAC:.*]] = memref.alloc(%{{.*}}) : memref<1x?xf64>
+// CHECK: call @circuit.quantum.jac(%arg0, %arg1, %[[JAC]], %{{.*}})
+// CHECK: %[[CT:.*]] = memref.load %arg2[] : memref<f64>
+// CHECK: scf.for %[[IP:.*]] =
+// CHECK: %[[J:.*]] = memref.load %[[JAC]][%{{.*}}, %[[IP]]] : memref<1x?xf64>
+// CHECK: %[[OLD:.*]] = memref.load %arg4[%[[IP]]]
+// CHECK: %[[PROD:.*]] = arith.mulf %[[CT]], %[[J]]
+// CHECK: %[[SUM:.*]] = arith.addf %[[OLD]], %[[PROD]]
+// CHECK: memref.store %[[SUM]], %arg4[%[[IP]]]
+
+// -----
+
+func.func private @circuit(%x: memref<f64>, %out: memref<f64>)
+    attributes {cofactor.qnode, cofactor.diff_method = "none", cofactor.num_inputs = 1 : i64} {
+  return
+}
+func.func @grad(%x: memref<f64>, %out: memref<f64>, %ct: memref<f64>, %dx: memref<f64>) {
+  // expected-error @-5 {{cannot differentiate QNode @circuit: it is marked diff_method=None}}
+  "gradient.vjp"(%x, %out, %ct, %dx) {callee = @circuit, num_inputs = 1 : i64,
+      num_outputs = 1 : i64, diff_inputs = [0]}
+      : (memref<f64>, memref<f64>, memref<f64>, memref<f64>) -> ()
+  return
+}
+
+// -----
+
+func.func private @circuit(%x: memref<f64>, %out: memref<f64>)
+    attributes {cofactor.qnode, cofactor.num_inputs = 1 : i64} {
+  %w0 = arith.constant 0 : i64
+  // expected-error @+1 {{mid-circuit measurements are not supported in a differentiated QNode}}
+  %m = "quantum.measure"(%w0) : (i64) -> i1
+  return
+}
+func.func @grad(%x: memref<f64>, %out: memref<f64>, %ct: memref<f64>, %dx: memref<f64>) {
+  "gradient.vjp"(%x, %out, %ct, %dx) {callee = @circuit, num_inputs = 1 : i64,
+      num_outputs = 1 : i64, diff_inputs = [0]}
+      : (memref<f64>, memref<f64>, memref<f64>, memref<f64>) -> ()
+  return
+}
