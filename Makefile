@@ -9,7 +9,7 @@ setup:
 	@bash scripts/bootstrap.sh
 
 demo: setup
-	@$(PYTHON_VENV) -m cofactor doctor
+	@$(PYTHON_VENV) examples/vqe_h2.py
 
 test: setup
 	$(PYTHON_VENV) -m pytest tests $(PYTEST_ARGS)
@@ -21,4 +21,4 @@ lint:
 	.venv/bin/ruff check frontend tests benchmarks examples
 
 clean:
-	rm -rf build build.configure.log
+	rm -rf build

@@ -160,9 +160,10 @@ build_native() {
     local cmake=/usr/bin/cmake
     [ -x "$cmake" ] || cmake=cmake
     if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+        mkdir -p "$BUILD_DIR"
         "$cmake" -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-            -DMLIR_DIR=/usr/lib/llvm-15/lib/cmake/mlir >"$BUILD_DIR.configure.log" 2>&1 \
-            || { cat "$BUILD_DIR.configure.log" >&2; die "cmake configure failed"; }
+            -DMLIR_DIR=/usr/lib/llvm-15/lib/cmake/mlir >"$BUILD_DIR/configure.log" 2>&1 \
+            || { cat "$BUILD_DIR/configure.log" >&2; die "cmake configure failed"; }
     fi
     local out
     if ! out=$(ninja -C "$BUILD_DIR" 2>&1); then

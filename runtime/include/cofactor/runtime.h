@@ -79,8 +79,9 @@ int64_t cf_rt_obs_hamiltonian(const double *coeffs, const int64_t *obs, int64_t 
 /* ---- measurements ------------------------------------------------------------------- */
 /* With shots > 0, expval/var are estimated from `shots` samples per term (PennyLane's
  * finite-shot semantics, Hermitian factors diagonalised by their eigendecomposition), except
- * the variance of a sum of several terms, which stays analytic. When an error is pending (or raised), expval/var return
- * NaN, observable constructors -1, cf_rt_measure 0: check the error slot. */
+ * the variance of a sum of several terms, which stays analytic; probs and state are always
+ * exact (sampled frequencies are counts / shots). When an error is pending (or raised),
+ * expval/var return NaN, observable constructors -1, cf_rt_measure 0: check the error slot. */
 double cf_rt_expval(int64_t obs);
 double cf_rt_var(int64_t obs);
 /* probs over `wires` (num_wires == 0: all wires); out has 2^num_wires entries. */
@@ -99,10 +100,13 @@ int8_t cf_rt_measure(int64_t wire, int8_t reset, int64_t postselect);
 
 /* ---- differentiation ---------------------------------------------------------------- */
 /* Between start and stop, every parametrised gate is recorded; its parameters are numbered
- * in execution order (a gate with k parameters takes k consecutive numbers). */
-/* The tape records every gate (and mid-circuit measurement) so that it can be walked
- * backwards or replayed; cf_rt_tape_start while recording starts over. Acquire and release
- * discard the tape. QubitUnitary is recorded but has no parameters. */
+ * in execution order (a gate with k parameters takes k consecutive numbers). The tape in
+ * fact holds every gate (and mid-circuit measurement) so that it can be walked backwards or
+ * replayed; QubitUnitary is recorded but has no parameters. cf_rt_tape_start while recording
+ * starts over; acquire and release discard the tape. The adjoint Jacobian needs the current
+ * state to be the tape's output (nothing applied after cf_rt_tape_stop) and no mid-circuit
+ * measurement on the tape; a replay restarts from |0...0>, so it needs the tape to cover
+ * everything since the device was acquired. */
 void cf_rt_tape_start(void);
 void cf_rt_tape_stop(void);
 int64_t cf_rt_tape_num_params(void);
@@ -110,6 +114,13 @@ int64_t cf_rt_tape_num_params(void);
  * to every recorded parameter, evaluated on the current (final) state; jac is
  * num_obs x tape_num_params, row-major. */
 void cf_rt_adjoint_jacobian(const int64_t *obs, int64_t num_obs, double *jac);
+/* The Jacobian of every result measured while recording (each expval, and each entry of
+ * each probs, in the order measured: num_results rows) with respect to every recorded gate
+ * parameter (num_params columns), row-major, by the adjoint method on the current state
+ * (probabilities as expectations of basis projectors; exact also when the device has
+ * shots). Call it after cf_rt_tape_stop and before the device is released. It is an error
+ * when var, state or a mid-circuit measurement was recorded, or the sizes differ. */
+void cf_rt_jacobian_recorded(double *jac, int64_t num_results, int64_t num_params);
 /* Re-executes the recorded tape from |0...0> with parameter `param_index` shifted by
  * `shift` (all parameters as recorded otherwise), leaving the device in the final state so
  * that measurements can follow. Used for parameter-shift. */

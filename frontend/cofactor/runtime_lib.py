@@ -1,0 +1,122 @@
+"""ctypes binding of the runtime library (runtime/include/cofactor/runtime.h).
+
+The launcher loads the library with RTLD_GLOBAL before loading compiled programs, so that
+their `cf_rt_*` references resolve to it; tests and benchmarks call it directly. Only the
+standard library is imported here (no numpy, no pennylane).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from ctypes import POINTER, c_char_p, c_double, c_int8, c_int64, c_void_p
+from pathlib import Path
+
+from cofactor.errors import RuntimeExecutionError, ToolchainNotFoundError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_LIBRARY = REPO_ROOT / "build" / "lib" / "libcofactor_runtime.so"
+
+# Status codes (enum cf_status) and named observables (enum cf_named_obs).
+CF_OK = 0
+CF_ERR_INVALID_ARGUMENT = 1
+CF_ERR_OUT_OF_MEMORY = 2
+CF_ERR_NO_DEVICE = 3
+CF_ERR_POSTSELECTION = 4
+CF_ERR_NOT_SUPPORTED = 5
+CF_ERR_INTERNAL = 6
+OBS_KINDS = {"Identity": 0, "PauliX": 1, "PauliY": 2, "PauliZ": 3, "Hadamard": 4}
+
+_dp, _ip, _bp = POINTER(c_double), POINTER(c_int64), POINTER(c_int8)
+
+# name -> (restype, argtypes), in the order of runtime.h
+SIGNATURES: dict[str, tuple[object, list[object]]] = {
+    "cf_rt_error_code": (c_int64, []),
+    "cf_rt_error_message": (c_char_p, []),
+    "cf_rt_clear_error": (None, []),
+    "cf_rt_device_acquire": (c_int64, [c_int64, c_int64, c_int64]),
+    "cf_rt_device_release": (None, []),
+    "cf_rt_num_qubits": (c_int64, []),
+    "cf_rt_shots": (c_int64, []),
+    "cf_rt_gate": (None, [c_int64, _dp, c_int64, _ip, c_int64, c_int8, _ip, _bp, c_int64]),
+    "cf_rt_pauli_rot": (None, [c_double, c_char_p, _ip, c_int64, c_int8, _ip, _bp, c_int64]),
+    "cf_rt_unitary": (None, [_dp, _ip, c_int64, c_int8, _ip, _bp, c_int64]),
+    "cf_rt_obs_named": (c_int64, [c_int64, c_int64]),
+    "cf_rt_obs_hermitian": (c_int64, [_dp, _ip, c_int64]),
+    "cf_rt_obs_tensor": (c_int64, [_ip, c_int64]),
+    "cf_rt_obs_hamiltonian": (c_int64, [_dp, _ip, c_int64]),
+    "cf_rt_expval": (c_double, [c_int64]),
+    "cf_rt_var": (c_double, [c_int64]),
+    "cf_rt_probs": (None, [_dp, _ip, c_int64]),
+    "cf_rt_state": (None, [_dp]),
+    "cf_rt_sample": (None, [_ip, _ip, c_int64]),
+    "cf_rt_counts": (None, [_ip, _ip, c_int64]),
+    "cf_rt_measure": (c_int8, [c_int64, c_int8, c_int64]),
+    "cf_rt_tape_start": (None, []),
+    "cf_rt_tape_stop": (None, []),
+    "cf_rt_tape_num_params": (c_int64, []),
+    "cf_rt_adjoint_jacobian": (None, [_ip, c_int64, _dp]),
+    "cf_rt_tape_replay_shifted": (None, [c_int64, c_double]),
+    "cf_rt_set_state": (None, [_dp]),
+    "cf_rt_gate_info": (c_char_p, [c_int64, _ip, _ip]),
+    "cf_rt_gate_repeat": (None, [c_int64, c_int64, _dp, c_int64, _ip, c_int64]),
+}
+
+
+def library_path(path: str | os.PathLike[str] | None = None) -> Path:
+    """Where the runtime is: `path`, else $COFACTOR_RUNTIME_LIB, else <repo>/build/lib."""
+    if path is not None:
+        return Path(path)
+    env = os.environ.get("COFACTOR_RUNTIME_LIB")
+    return Path(env) if env else DEFAULT_LIBRARY
+
+
+def load_runtime(path: str | os.PathLike[str] | None = None) -> ctypes.CDLL:
+    """Loads the runtime (RTLD_GLOBAL) with argtypes/restype declared for every cf_rt_*."""
+    lib_path = library_path(path)
+    if not lib_path.is_file():
+        raise ToolchainNotFoundError(
+            f"cofactor runtime library not found at {lib_path}; build it with `make setup` "
+            "(or set COFACTOR_RUNTIME_LIB)"
+        )
+    lib = ctypes.CDLL(str(lib_path), mode=ctypes.RTLD_GLOBAL)
+    for name, (restype, argtypes) in SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+    return lib
+
+
+def error_message(lib: ctypes.CDLL) -> str:
+    raw = lib.cf_rt_error_message()
+    return raw.decode("utf-8", "replace") if raw else ""
+
+
+def check_error(lib: ctypes.CDLL) -> None:
+    """Raises RuntimeExecutionError for a pending runtime error, clearing the slot first."""
+    code = lib.cf_rt_error_code()
+    if code == CF_OK:
+        return
+    message = error_message(lib)
+    lib.cf_rt_clear_error()
+    error = RuntimeExecutionError(message)
+    error.code = code  # type: ignore[attr-defined]
+    raise error
+
+
+def gate_ids(lib: ctypes.CDLL) -> dict[str, tuple[int, int, int]]:
+    """name -> (gate id, number of parameters, number of wires (-1: any)) from the library."""
+    table: dict[str, tuple[int, int, int]] = {}
+    np_, nw = c_int64(), c_int64()
+    gate_id = 0
+    while (name := lib.cf_rt_gate_info(gate_id, ctypes.byref(np_), ctypes.byref(nw))) is not None:
+        table[name.decode()] = (gate_id, np_.value, nw.value)
+        gate_id += 1
+    return table
+
+
+def as_pointer(array: object, ctype: type) -> object:
+    """A ctypes pointer to the data of a numpy array (or None for None / empty arrays)."""
+    if array is None:
+        return None
+    return ctypes.cast(c_void_p(array.ctypes.data), POINTER(ctype))  # type: ignore[attr-defined]

@@ -1,0 +1,95 @@
+// Adjoint-method Jacobian (Jones & Gacon, arXiv:2009.02823), as in Lightning.
+//
+// With |psi_N> = U_N ... U_1 |0> the final state, for one observable O:
+//   lambda = O |psi_N>,  phi = |psi_N>
+//   for k = N .. 1:
+//       phi    = U_k^dagger phi                       (now phi = |psi_{k-1}>)
+//       d<O>/dtheta_k = 2 Re <lambda| dU_k/dtheta_k |phi>
+//       lambda = U_k^dagger lambda
+// The middle line is one read-only pass over lambda and phi (matrixElement), so for one
+// observable a parametrised gate costs about three gate applications, a constant one two,
+// and the memory is two extra states whatever the number of parameters; each further
+// observable adds one lambda (one state, one gate application per gate, one pass per
+// parameter).
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+
+#include "Error.hpp"
+#include "StateVectorDevice.hpp"
+
+namespace cf {
+
+void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int64_t numParams,
+                                        const std::vector<const Observable *> &obs, double *jac) {
+    for (const auto &op : tape)
+        if (op.kind == Operation::Kind::Measure)
+            fail(CF_ERR_NOT_SUPPORTED, "adjoint Jacobian: the tape contains a mid-circuit "
+                                       "measurement; use parameter-shift (cf_rt_tape_replay_shifted)");
+    const uint64_t size = sv_.size();
+    const size_t numObs = obs.size();
+    std::fill(jac, jac + numObs * size_t(numParams), 0.0);
+    if (numObs == 0 || numParams == 0) return;
+
+    // phi is shared by all observables, each has its own lambda: observables are processed in
+    // batches as large as half the available memory allows, so that phi is walked back once
+    // per batch rather than once per observable.
+    bool hasPauliRot = false, hasSum = false;
+    for (const auto &op : tape) hasPauliRot |= op.kind == Operation::Kind::PauliRot;
+    for (const auto *o : obs) hasSum |= o->terms.size() > 1;
+    const int fixedCopies = 1 + int(hasPauliRot) + int(hasSum); // phi, mu, scratch
+    const double stateBytes = double(size) * sizeof(cplx);
+    checkMemory((fixedCopies + 1) * stateBytes, "the adjoint Jacobian's state copies");
+    const double fit = 0.5 * availableMemory() / stateBytes - fixedCopies;
+    size_t batch = std::clamp<size_t>(fit < 1 ? 1 : size_t(fit), 1, numObs);
+    if (const char *cap = std::getenv("COFACTOR_ADJOINT_MAX_BATCH")) // for tests of batching
+        batch = std::clamp<size_t>(size_t(std::max(1, std::atoi(cap))), 1, batch);
+    std::vector<cplx> phi, mu, scratch;
+    std::vector<std::vector<cplx>> lambda(batch);
+    try {
+        phi.resize(size);
+        if (hasPauliRot) mu.resize(size); // PauliRot's derivative is applied, not fused
+        if (hasSum) scratch.resize(size);
+        for (auto &l : lambda) l.resize(size);
+    } catch (const std::bad_alloc &) {
+        fail(CF_ERR_OUT_OF_MEMORY, "adjoint Jacobian: cannot allocate ", fixedCopies + batch,
+             " state copies");
+    }
+
+    for (size_t first = 0; first < numObs; first += batch) {
+        const size_t count = std::min(batch, numObs - first);
+        copyState(phi.data(), sv_.data(), size);
+        for (size_t b = 0; b < count; ++b)
+            applyObservable(*obs[first + b], sv_.data(), lambda[b].data(), scratch.data(), n_);
+        for (auto it = tape.rbegin(); it != tape.rend(); ++it) {
+            const Operation &op = *it;
+            applyOperation(phi.data(), n_, op, /*inverse=*/true);
+            if (op.firstParam >= 0) {
+                const Controls ctrls = operationControls(op);
+                for (size_t j = 0; j < op.params.size(); ++j) {
+                    const bool pauliRot = op.kind == Operation::Kind::PauliRot;
+                    GateMatrix dU;
+                    if (pauliRot) {
+                        copyState(mu.data(), phi.data(), size);
+                        applyPauliRotDerivative(mu.data(), n_, op);
+                    } else {
+                        dU = gateDerivative(op, int(j));
+                    }
+                    for (size_t b = 0; b < count; ++b) {
+                        const cplx element =
+                            pauliRot ? innerProductControlled(lambda[b].data(), mu.data(), n_, ctrls)
+                                     : matrixElement(lambda[b].data(), phi.data(), n_, dU,
+                                                     operationTargets(op), ctrls);
+                        jac[(first + b) * size_t(numParams) + size_t(op.firstParam) + j] =
+                            2.0 * element.real();
+                    }
+                }
+            }
+            if (it + 1 != tape.rend())
+                for (size_t b = 0; b < count; ++b)
+                    applyOperation(lambda[b].data(), n_, op, /*inverse=*/true);
+        }
+    }
+}
+
+} // namespace cf

@@ -1,0 +1,107 @@
+// Instruction-set dispatch for the state-vector kernels. The library's baseline is
+// x86-64-v2 (SSE4.2), which holds one complex<double> per vector register; the same kernels
+// compiled for AVX2+FMA and for AVX-512 process two and four per instruction, which is what
+// keeps in-cache gates fast. The best level the CPU supports is picked once, at the first
+// call (COFACTOR_ISA=base|avx2 forces a lower one, for tests). Each copy lives in its own
+// namespace, so the copies cannot be merged by the linker (standard-library templates stay
+// baseline: their definitions are outside the pragma regions).
+#include "StateVector.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <omp.h>
+
+namespace cf {
+
+uint64_t ompMinAmps() {
+    static const uint64_t threshold = [] {
+        const char *env = std::getenv("COFACTOR_OMP_MIN_QUBITS");
+        const int qubits = env ? std::atoi(env) : 16;
+        return uint64_t(1) << std::clamp(qubits, 0, 62);
+    }();
+    return threshold;
+}
+
+namespace isa_base {
+#include "StateVectorKernels.inc"
+} // namespace isa_base
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CF_HAVE_X86_KERNELS 1
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,bmi2,popcnt")
+namespace isa_avx2 {
+#include "StateVectorKernels.inc"
+} // namespace isa_avx2
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512dq,avx512vl,avx2,fma,bmi2,popcnt")
+namespace isa_avx512 {
+#include "StateVectorKernels.inc"
+} // namespace isa_avx512
+#pragma GCC pop_options
+#endif
+
+namespace {
+enum class Isa { Base, Avx2, Avx512 };
+Isa isa() {
+    static const Isa level = [] {
+#ifdef CF_HAVE_X86_KERNELS
+        __builtin_cpu_init();
+        Isa best = Isa::Base;
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = Isa::Avx2;
+        if (best == Isa::Avx2 && __builtin_cpu_supports("avx512f") &&
+            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+            best = Isa::Avx512;
+        const char *force = std::getenv("COFACTOR_ISA"); // "base" or "avx2": for tests
+        if (force && std::string(force) == "base") return Isa::Base;
+        if (force && std::string(force) == "avx2") return std::min(best, Isa::Avx2);
+        return best;
+#else
+        return Isa::Base;
+#endif
+    }();
+    return level;
+}
+} // namespace
+
+#ifdef CF_HAVE_X86_KERNELS
+#define CF_DISPATCH(call)                                                                     \
+    switch (isa()) {                                                                          \
+    case Isa::Avx512: return isa_avx512::call;                                                \
+    case Isa::Avx2: return isa_avx2::call;                                                    \
+    default: return isa_base::call;                                                           \
+    }
+#else
+#define CF_DISPATCH(call) return isa_base::call
+#endif
+
+void applyGateMatrix(cplx *sv, int n, const GateMatrix &g, const int64_t *targets, const Controls &ctrls) {
+    CF_DISPATCH(applyGateMatrix(sv, n, g, targets, ctrls));
+}
+void scaleSubspace(cplx *sv, int n, const Controls &ctrls, cplx factor) {
+    CF_DISPATCH(scaleSubspace(sv, n, ctrls, factor));
+}
+cplx matrixElement(const cplx *a, const cplx *b, int n, const GateMatrix &g, const int64_t *targets,
+                   const Controls &ctrls) {
+    CF_DISPATCH(matrixElement(a, b, n, g, targets, ctrls));
+}
+cplx innerProduct(const cplx *a, const cplx *b, uint64_t size) { CF_DISPATCH(innerProduct(a, b, size)); }
+cplx innerProductControlled(const cplx *a, const cplx *b, int n, const Controls &ctrls) {
+    CF_DISPATCH(innerProductControlled(a, b, n, ctrls));
+}
+double norm2(const cplx *a, uint64_t size) { CF_DISPATCH(norm2(a, size)); }
+void copyState(cplx *dst, const cplx *src, uint64_t size) { CF_DISPATCH(copyState(dst, src, size)); }
+void fillZero(cplx *dst, uint64_t size) { CF_DISPATCH(fillZero(dst, size)); }
+void axpy(cplx a, const cplx *x, cplx *y, uint64_t size) { CF_DISPATCH(axpy(a, x, y, size)); }
+double pauliExpval(const cplx *sv, uint64_t size, uint64_t xmask, uint64_t ymask, uint64_t zmask) {
+    CF_DISPATCH(pauliExpval(sv, size, xmask, ymask, zmask));
+}
+void marginalProbs(const cplx *sv, int n, const int64_t *wires, int k, double *out) {
+    CF_DISPATCH(marginalProbs(sv, n, wires, k, out));
+}
+
+} // namespace cf

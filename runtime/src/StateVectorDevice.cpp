@@ -1,0 +1,356 @@
+#include "StateVectorDevice.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <new>
+#include <string>
+#include <unistd.h>
+
+#include "Error.hpp"
+
+namespace cf {
+
+// ---- memory ---------------------------------------------------------------------------------
+double availableMemory() {
+    // MemAvailable, not MemFree: page cache is reclaimable. Linux overcommits, so a
+    // too-large std::vector would not throw bad_alloc but get the process OOM-killed later,
+    // when its pages are first touched; hence this explicit check.
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    double kb;
+    std::string unit;
+    while (meminfo >> key >> kb) {
+        std::getline(meminfo, unit);
+        if (key == "MemAvailable:") return kb * 1024.0;
+    }
+    const long pages = sysconf(_SC_AVPHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+    return pages > 0 && pageSize > 0 ? double(pages) * double(pageSize) : 1e18;
+}
+
+void checkMemory(double bytes, const char *what) {
+    const double avail = availableMemory();
+    if (bytes > 0.9 * avail)
+        fail(CF_ERR_OUT_OF_MEMORY, what, " needs ", bytes / (1 << 20), " MiB but only ",
+             avail / (1 << 20), " MiB of memory are available");
+}
+
+// ---- applying operations --------------------------------------------------------------------
+Controls operationControls(const Operation &op) {
+    Controls c;
+    if (op.kind == Operation::Kind::Gate)
+        for (int i = 0; i < canonicalGate(op.gateId).builtinCtrls; ++i) c.add(op.wires[i], 1);
+    for (size_t i = 0; i < op.ctrlWires.size(); ++i) c.add(op.ctrlWires[i], op.ctrlValues[i]);
+    return c;
+}
+
+namespace {
+const double kNoParams[1] = {0};
+
+// The non-identity letters of a Pauli word and their wires.
+struct PauliWord {
+    int k = 0;
+    char letter[kMaxQubits];
+    int64_t wire[kMaxQubits];
+};
+PauliWord pauliWord(const Operation &op) {
+    PauliWord w;
+    for (size_t i = 0; i < op.wires.size(); ++i)
+        if (op.word[i] != 'I') {
+            w.letter[w.k] = op.word[i];
+            w.wire[w.k++] = op.wires[i];
+        }
+    return w;
+}
+
+// Rotates X / Y to Z on each wire of the word (undo: the inverse), so that the word becomes
+// a Z-string: V P V^dagger = Z...Z with V = H for X and RX(pi/2) for Y.
+void pauliBasisChange(cplx *sv, int n, const PauliWord &w, bool undo) {
+    const Controls none;
+    const double halfPi = M_PI / 2;
+    for (int i = 0; i < w.k; ++i) {
+        if (w.letter[i] == 'X')
+            applyGateMatrix(sv, n, baseGateMatrix(CF_GATE_Hadamard, kNoParams, 1, false), &w.wire[i], none);
+        else if (w.letter[i] == 'Y')
+            applyGateMatrix(sv, n, baseGateMatrix(CF_GATE_RX, &halfPi, 1, undo), &w.wire[i], none);
+    }
+}
+
+void applyPauliRot(cplx *sv, int n, const Operation &op, bool inverse, const Controls &ctrls) {
+    const double theta = (op.adjoint != inverse) ? -op.params[0] : op.params[0];
+    const PauliWord w = pauliWord(op);
+    const cplx even = std::polar(1.0, -theta / 2), odd = std::polar(1.0, theta / 2);
+    if (w.k == 0) { // exp(-i theta/2 I) is a phase, which matters under controls
+        scaleSubspace(sv, n, ctrls, even);
+        return;
+    }
+    // The basis change needs no controls: V^dagger (|c><c| (x) D) V = |c><c| (x) V^dagger D V.
+    pauliBasisChange(sv, n, w, false);
+    GateMatrix g;
+    g.shape = Shape::Parity;
+    g.k = w.k;
+    g.data = {even, odd};
+    applyGateMatrix(sv, n, g, w.wire, ctrls);
+    pauliBasisChange(sv, n, w, true);
+}
+} // namespace
+
+void applyOperation(cplx *sv, int n, const Operation &op, bool inverse) {
+    const Controls ctrls = operationControls(op);
+    switch (op.kind) {
+    case Operation::Kind::Gate: {
+        const Canonical c = canonicalGate(op.gateId);
+        const int k = int(op.wires.size()) - c.builtinCtrls;
+        const double *params = op.params.empty() ? kNoParams : op.params.data();
+        applyGateMatrix(sv, n, baseGateMatrix(c.base, params, k, op.adjoint != inverse),
+                        op.wires.data() + c.builtinCtrls, ctrls);
+        return;
+    }
+    case Operation::Kind::PauliRot: applyPauliRot(sv, n, op, inverse, ctrls); return;
+    case Operation::Kind::Unitary: {
+        GateMatrix g;
+        g.shape = Shape::Dense;
+        g.k = int(op.wires.size());
+        g.data = op.matrix;
+        if (op.adjoint != inverse) daggerInPlace(g);
+        applyGateMatrix(sv, n, g, op.wires.data(), ctrls);
+        return;
+    }
+    case Operation::Kind::Measure: fail(CF_ERR_INTERNAL, "applyOperation on a measurement");
+    }
+}
+
+void applyPauliRotDerivative(cplx *sv, int n, const Operation &op) {
+    // d/dtheta exp(-+i theta/2 P) = -+(i/2) P exp(-+i theta/2 P)
+    const Controls none;
+    applyPauliRot(sv, n, op, false, none);
+    const PauliWord w = pauliWord(op);
+    for (int i = 0; i < w.k; ++i) {
+        const int64_t g = w.letter[i] == 'X' ? CF_GATE_PauliX : w.letter[i] == 'Y' ? CF_GATE_PauliY : CF_GATE_PauliZ;
+        applyGateMatrix(sv, n, baseGateMatrix(g, kNoParams, 1, false), &w.wire[i], none);
+    }
+    scaleSubspace(sv, n, none, cplx(0, op.adjoint ? 0.5 : -0.5));
+}
+
+const int64_t *operationTargets(const Operation &op) {
+    return op.wires.data() + (op.kind == Operation::Kind::Gate ? canonicalGate(op.gateId).builtinCtrls : 0);
+}
+
+GateMatrix gateDerivative(const Operation &op, int j) {
+    if (op.kind != Operation::Kind::Gate) fail(CF_ERR_INTERNAL, "gateDerivative of a non-gate operation");
+    const Canonical c = canonicalGate(op.gateId);
+    const int k = int(op.wires.size()) - c.builtinCtrls;
+    return baseGateMatrix(c.base, op.params.data(), k, op.adjoint, j);
+}
+
+// ---- device -----------------------------------------------------------------------------
+StateVectorDevice::StateVectorDevice(int numQubits, int64_t shots, int64_t seed) : n_(numQubits) {
+    const double bytes = std::ldexp(double(sizeof(cplx)), numQubits);
+    checkMemory(bytes, "the state vector");
+    try {
+        sv_.resize(size_t(1) << n_); // value-initialised: zeros
+    } catch (const std::bad_alloc &) {
+        fail(CF_ERR_OUT_OF_MEMORY, "cannot allocate the state vector of ", numQubits, " qubits (",
+             bytes / (1 << 20), " MiB)");
+    }
+    reset(shots, seed);
+}
+
+void StateVectorDevice::reset(int64_t shots, int64_t seed) {
+    shots_ = shots;
+    if (seed < 0) {
+        std::random_device rd;
+        rng_.seed((uint64_t(rd()) << 32) ^ rd());
+    } else {
+        rng_.seed(uint64_t(seed));
+    }
+    resetState();
+}
+
+void StateVectorDevice::resetState() {
+    fillZero(sv_.data(), sv_.size());
+    sv_[0] = 1;
+}
+
+void StateVectorDevice::state(double *out) {
+    copyState(reinterpret_cast<cplx *>(out), sv_.data(), sv_.size());
+}
+
+void StateVectorDevice::setState(const double *amplitudes) {
+    const cplx *in = reinterpret_cast<const cplx *>(amplitudes);
+    const double norm = norm2(in, sv_.size());
+    if (!(std::abs(norm - 1.0) <= 1e-8))
+        fail(CF_ERR_INVALID_ARGUMENT, "set_state: the state is not normalised (norm^2 = ", norm, ")");
+    copyState(sv_.data(), in, sv_.size());
+}
+
+void StateVectorDevice::probs(const int64_t *wires, int k, double *out) {
+    marginalProbs(sv_.data(), n_, wires, k, out);
+}
+
+int StateVectorDevice::measure(int64_t wire, bool reset, int64_t postselect) {
+    double p[2];
+    marginalProbs(sv_.data(), n_, &wire, 1, p);
+    const double total = p[0] + p[1];
+    int outcome;
+    if (postselect >= 0) {
+        outcome = int(postselect);
+        // Renormalising a numerically-zero branch would blow rounding noise up into a
+        // "state"; below this it is treated as impossible.
+        if (!(p[outcome] > 1e-16 * total))
+            fail(CF_ERR_POSTSELECTION, "mid-circuit measurement of wire ", wire,
+                 ": postselecting outcome ", outcome, " which has probability ", p[outcome] / total);
+    } else {
+        outcome = uniform() * total < p[1] ? 1 : 0;
+    }
+    Controls keep, drop;
+    keep.add(wire, int8_t(outcome));
+    drop.add(wire, int8_t(1 - outcome));
+    scaleSubspace(sv_.data(), n_, drop, 0.0);
+    scaleSubspace(sv_.data(), n_, keep, 1.0 / std::sqrt(p[outcome]));
+    if (reset && outcome == 1)
+        applyGateMatrix(sv_.data(), n_, baseGateMatrix(CF_GATE_PauliX, kNoParams, 1, false), &wire, Controls());
+    return outcome;
+}
+
+// ---- sampling -----------------------------------------------------------------------------
+std::vector<uint32_t> StateVectorDevice::drawOutcomes(const std::vector<double> &probs,
+                                                      int64_t shots) {
+    // Vose's alias method: O(2^k) setup, then O(1) per shot, in the order drawn (sorting
+    // uniforms against the CDF would need a shuffle afterwards to keep shots i.i.d.).
+    const size_t N = probs.size();
+    double total = 0;
+    for (double p : probs) total += p;
+    std::vector<double> prob(N);
+    std::vector<uint32_t> alias(N, 0), small, large;
+    for (size_t i = 0; i < N; ++i) {
+        prob[i] = probs[i] * double(N) / total;
+        (prob[i] < 1.0 ? small : large).push_back(uint32_t(i));
+    }
+    while (!small.empty() && !large.empty()) {
+        const uint32_t s = small.back(), l = large.back();
+        small.pop_back();
+        alias[s] = l;
+        prob[l] -= 1.0 - prob[s];
+        if (prob[l] < 1.0) {
+            large.pop_back();
+            small.push_back(l);
+        }
+    }
+    for (uint32_t i : large) prob[i] = 1.0; // leftovers are 1 up to rounding
+    for (uint32_t i : small) prob[i] = 1.0;
+    std::vector<uint32_t> out(static_cast<size_t>(shots));
+    for (auto &o : out) {
+        const double x = uniform() * double(N);
+        const size_t column = std::min(size_t(x), N - 1);
+        o = (x - double(column)) < prob[column] ? uint32_t(column) : alias[column];
+    }
+    return out;
+}
+
+void StateVectorDevice::sample(const int64_t *wires, int k, int64_t *out) {
+    std::vector<double> p(size_t(1) << k);
+    marginalProbs(sv_.data(), n_, wires, k, p.data());
+    const auto outcomes = drawOutcomes(p, shots_);
+    for (int64_t s = 0; s < shots_; ++s)
+        for (int i = 0; i < k; ++i) out[s * k + i] = (outcomes[s] >> (k - 1 - i)) & 1;
+}
+
+void StateVectorDevice::counts(const int64_t *wires, int k, int64_t *out) {
+    std::vector<double> p(size_t(1) << k);
+    marginalProbs(sv_.data(), n_, wires, k, p.data());
+    std::fill(out, out + p.size(), 0);
+    for (uint32_t o : drawOutcomes(p, shots_)) ++out[o];
+}
+
+void StateVectorDevice::sampleTerm(const ObsTerm &t, double &mean, double *var) {
+    // Rotate each factor's eigenbasis onto the computational basis, then a shot's outcome on
+    // the factor's wires indexes its eigenvalue. Pauli-type factors use PennyLane's
+    // diagonalizing gates (X -> H, Y -> Z S H, Hadamard -> RY(-pi/4); eigenvalue (-1)^bit),
+    // Hermitian ones V^dagger from their eigendecomposition.
+    std::vector<int64_t> wires;
+    std::vector<std::vector<double>> eigenvalues; // per non-identity factor
+    std::vector<cplx> rotated;
+    const Controls none;
+    const double minusQuarterPi = -M_PI / 4;
+    auto gate = [&](int64_t id, const double *p, int64_t wire) {
+        applyGateMatrix(rotated.data(), n_, baseGateMatrix(id, p ? p : kNoParams, 1, false), &wire, none);
+    };
+    for (const auto &f : t.factors) {
+        if (f.kind == CF_OBS_IDENTITY) continue;
+        if (rotated.empty()) rotated = sv_;
+        wires.insert(wires.end(), f.wires.begin(), f.wires.end());
+        if (f.kind == ObsFactor::kHermitian) {
+            GateMatrix vdag;
+            vdag.shape = Shape::Dense;
+            vdag.k = int(f.wires.size());
+            eigenvalues.emplace_back();
+            hermitianEigen(f.matrix, size_t(1) << vdag.k, eigenvalues.back(), vdag.data);
+            daggerInPlace(vdag);
+            applyGateMatrix(rotated.data(), n_, vdag, f.wires.data(), none);
+            continue;
+        }
+        eigenvalues.push_back({1.0, -1.0});
+        const int64_t w = f.wires[0];
+        if (f.kind == CF_OBS_PAULIX) gate(CF_GATE_Hadamard, nullptr, w);
+        if (f.kind == CF_OBS_PAULIY) {
+            gate(CF_GATE_PauliZ, nullptr, w);
+            gate(CF_GATE_S, nullptr, w);
+            gate(CF_GATE_Hadamard, nullptr, w);
+        }
+        if (f.kind == CF_OBS_HADAMARD) gate(CF_GATE_RY, &minusQuarterPi, w);
+    }
+    if (wires.empty()) { // identity: every shot gives eigenvalue 1
+        mean = t.coeff;
+        if (var) *var = 0;
+        return;
+    }
+    std::vector<double> p(size_t(1) << wires.size());
+    marginalProbs(rotated.data(), n_, wires.data(), int(wires.size()), p.data());
+    double sum = 0, sum2 = 0;
+    for (uint32_t o : drawOutcomes(p, shots_)) {
+        // factors in order, the first one's wires being the most significant bits
+        double e = 1;
+        int shift = int(wires.size());
+        for (const auto &ev : eigenvalues) {
+            const int k = __builtin_ctzll(ev.size());
+            shift -= k;
+            e *= ev[(o >> shift) & (ev.size() - 1)];
+        }
+        sum += e;
+        sum2 += e * e;
+    }
+    const double m = sum / double(shots_);
+    mean = t.coeff * m;
+    if (var) *var = t.coeff * t.coeff * std::max(0.0, sum2 / double(shots_) - m * m);
+}
+
+double StateVectorDevice::expval(const Observable &obs) {
+    if (shots_ == 0) return expvalAnalytic(obs, sv_.data(), n_);
+    // Finite shots: like PennyLane without grouping, each term is estimated from its own
+    // `shots` samples.
+    double total = 0;
+    for (const auto &t : obs.terms) {
+        double m;
+        sampleTerm(t, m, nullptr);
+        total += m;
+    }
+    return total;
+}
+
+double StateVectorDevice::var(const Observable &obs) {
+    // Finite shots: the sample variance of a single term. A sum of several terms would need
+    // their joint distribution (they need not commute), so that stays analytic.
+    if (shots_ > 0 && obs.terms.size() == 1) {
+        double m, v;
+        sampleTerm(obs.terms[0], m, &v);
+        return v;
+    }
+    return varAnalytic(obs, sv_.data(), n_);
+}
+
+std::unique_ptr<QuantumDevice> makeStateVectorDevice(int numQubits, int64_t shots, int64_t seed) {
+    return std::make_unique<StateVectorDevice>(numQubits, shots, seed);
+}
+
+} // namespace cf

@@ -1,0 +1,245 @@
+"""Every gate of gates.def (plain, adjoint, controlled with control values 0 and 1), PauliRot,
+QubitUnitary and random circuits against PennyLane."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pennylane as qml
+import pytest
+
+GATES_DEF = Path(__file__).resolve().parents[2] / "runtime" / "include" / "cofactor" / "gates.def"
+GATES = [
+    line.split("(")[1].split(",")[0]
+    for line in GATES_DEF.read_text().splitlines()
+    if line.startswith("COFACTOR_GATE(")
+]
+TOL = 1e-10
+
+
+def _variants(num_targets: int):
+    """(adjoint, controls, control values) cases; controls on wires after the targets."""
+    yield False, (), None
+    yield True, (), None
+    yield False, (num_targets,), [1]
+    yield True, (num_targets, num_targets + 1), [0, 1]
+    yield False, (num_targets + 1, num_targets), [0, 0]
+
+
+def test_gate_table_matches_library(runtime):
+    assert list(runtime.gates) == GATES
+    assert len(GATES) == 43
+
+
+@pytest.mark.parametrize("name", GATES)
+def test_gate_matrix(rt, reference, rng, name):
+    _, num_params, num_wires = rt.gates[name]
+    num_targets = 3 if num_wires == -1 else num_wires
+    params = rng.uniform(-np.pi, np.pi, num_params)
+    for adjoint, ctrls, cvals in _variants(num_targets):
+        n = max(num_targets + len(ctrls), 1)
+        # a shuffled wire assignment, so that wire order and non-adjacent wires are exercised
+        perm = rng.permutation(n)
+        targets = [int(perm[i]) for i in range(num_targets)]
+        controls = [int(perm[c]) for c in ctrls]
+        rt.acquire(n)
+        ours = reference.matrix(rt, n, rt.gate, name, params, targets, adjoint, controls, cvals)
+        op = reference.op(name, params, targets, adjoint, controls, cvals)
+        expected = qml.matrix(op, wire_order=range(n))
+        np.testing.assert_allclose(
+            ours, expected, atol=TOL, err_msg=f"{name} adjoint={adjoint} ctrls={controls} {cvals}"
+        )
+
+
+@pytest.mark.parametrize("word", ["X", "Y", "Z", "XY", "ZIZ", "YXZ", "II"])
+def test_pauli_rot(rt, reference, rng, word):
+    theta = rng.uniform(-np.pi, np.pi)
+    k = len(word)
+    for adjoint, ctrls, cvals in _variants(k):
+        n = k + len(ctrls)
+        perm = [int(x) for x in rng.permutation(n)]
+        targets, controls = perm[:k], [perm[c] for c in ctrls]
+        rt.acquire(n)
+        ours = reference.matrix(rt, n, rt.pauli_rot, theta, word, targets, adjoint, controls, cvals)
+        op = qml.PauliRot(theta, word, wires=targets)
+        if adjoint:
+            op = qml.adjoint(op)
+        if controls:
+            op = qml.ctrl(op, control=controls, control_values=cvals)
+        np.testing.assert_allclose(ours, qml.matrix(op, wire_order=range(n)), atol=TOL)
+
+
+def random_unitary(rng, dim):
+    z = rng.normal(size=(dim, dim)) + 1j * rng.normal(size=(dim, dim))
+    q, r = np.linalg.qr(z)
+    return q * (np.diag(r) / np.abs(np.diag(r)))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_qubit_unitary(rt, reference, rng, k):
+    u = random_unitary(rng, 2**k)
+    for adjoint, ctrls, cvals in _variants(k):
+        n = k + len(ctrls)
+        perm = [int(x) for x in rng.permutation(n)]
+        targets, controls = perm[:k], [perm[c] for c in ctrls]
+        rt.acquire(n)
+        ours = reference.matrix(rt, n, rt.unitary, u, targets, adjoint, controls, cvals)
+        op = qml.QubitUnitary(u, wires=targets)
+        if adjoint:
+            op = qml.adjoint(op)
+        if controls:
+            op = qml.ctrl(op, control=controls, control_values=cvals)
+        np.testing.assert_allclose(ours, qml.matrix(op, wire_order=range(n)), atol=TOL)
+
+
+def _random_circuit(rng, gate_info, n, depth):
+    """Random gates (name, params, targets, adjoint, controls, control values), with
+    adjoints and controls; gate_info: name -> (id, num params, num wires)."""
+    names = [g for g in GATES if g != "Identity"]
+    ops = []
+    while len(ops) < depth:
+        name = names[rng.integers(len(names))]
+        _, num_params, num_wires = gate_info[name]
+        k = int(rng.integers(1, 4)) if num_wires == -1 else num_wires
+        num_ctrls = int(rng.integers(0, 3))
+        if k + num_ctrls > n:
+            continue
+        wires = [int(w) for w in rng.choice(n, k + num_ctrls, replace=False)]
+        targets, ctrls = wires[:k], wires[k:]
+        cvals = [int(v) for v in rng.integers(0, 2, num_ctrls)]
+        params = rng.uniform(-np.pi, np.pi, num_params)
+        adjoint = bool(rng.integers(2))
+        ops.append((name, params, targets, adjoint, ctrls, cvals))
+    return ops
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8])
+def test_random_circuits_match_default_qubit(rt, reference, rng, n):
+    for _ in range(3):
+        ops = _random_circuit(rng, rt.gates, n, depth=30)
+        rt.acquire(n)
+        for name, params, targets, adjoint, ctrls, cvals in ops:
+            rt.gate(name, params, targets, adjoint, ctrls, cvals)
+        ours = rt.state()
+
+        dev = qml.device("default.qubit", wires=n)
+
+        @qml.qnode(dev)
+        def circuit(ops=ops):
+            for name, params, targets, adjoint, ctrls, cvals in ops:
+                reference.op(name, params, targets, adjoint, ctrls, cvals)
+            return qml.state()
+
+        np.testing.assert_allclose(ours, circuit(), atol=TOL)
+
+
+def test_device_reuse_resets_state(rt):
+    rt.acquire(3)
+    rt.gate("PauliX", wires=[1])
+    rt.acquire(3)  # same size: reused, back to |000>
+    expected = np.zeros(8)
+    expected[0] = 1
+    np.testing.assert_allclose(rt.state(), expected)
+    assert rt.n() == 3
+    rt.acquire(4)
+    assert rt.n() == 4 and rt.state()[0] == 1
+
+
+def test_large_state_uses_parallel_kernels(rt, rng):
+    """n = 16 is at the OpenMP threshold: every kernel shape runs its multi-threaded loop
+    (targets at the top, middle and bottom of the register, with controls) against
+    lightning.qubit."""
+    n = 16
+    u3 = random_unitary(rng, 8)
+    ops = [("Hadamard", [], [w], [], None) for w in range(n)] + [
+        ("CNOT", [], [0, 15], [], None),
+        ("RX", [0.3], [7], [], None),
+        ("RY", [0.5], [15], [3], [0]),
+        ("RZ", [1.1], [0], [], None),
+        ("PauliX", [], [15], [], None),
+        ("CZ", [], [4, 15], [], None),
+        ("SWAP", [], [2, 13], [8], [1]),
+        ("IsingXY", [0.7], [3, 12], [], None),
+        ("IsingXX", [0.2], [14, 15], [], None),
+        ("U3", [0.1, 0.2, 0.3], [9], [0, 1], [1, 0]),
+        ("MultiRZ", [0.4], [0, 5, 9], [], None),
+        ("IsingZZ", [0.6], [1, 15], [], None),
+        ("DoubleExcitation", [0.2], [1, 4, 8, 14], [], None),
+        ("ECR", [], [6, 2], [], None),
+        ("Toffoli", [], [2, 6, 10], [], None),
+        ("PhaseShift", [0.9], [11], [], None),
+        ("GlobalPhase", [0.3], [], [5], [0]),
+    ]
+    rt.acquire(n)
+    for name, params, wires, ctrls, cvals in ops:
+        rt.gate(name, params, wires, ctrls=ctrls, cvals=cvals)
+    rt.unitary(u3, [15, 0, 7])
+    rt.pauli_rot(0.8, "XYZ", [3, 15, 8], ctrls=[0])
+
+    @qml.qnode(qml.device("lightning.qubit", wires=n))
+    def circuit():
+        for name, params, wires, ctrls, cvals in ops:
+            op = getattr(qml, name)
+            if ctrls:
+                qml.ctrl(op, control=ctrls, control_values=cvals)(*params, wires=wires)
+            else:
+                op(*params, wires=wires)
+        qml.QubitUnitary(u3, wires=[15, 0, 7])
+        qml.ctrl(qml.PauliRot, control=[0])(0.8, "XYZ", wires=[3, 15, 8])
+        return qml.state()
+
+    np.testing.assert_allclose(rt.state(), circuit(), atol=1e-10)
+
+
+ISA_SCRIPT = r"""
+import ctypes, sys
+import numpy as np
+lib = ctypes.CDLL(sys.argv[1])
+i64, f64 = ctypes.c_int64, ctypes.c_double
+lib.cf_rt_obs_named.restype = lib.cf_rt_error_code.restype = i64
+lib.cf_rt_error_message.restype = ctypes.c_char_p
+def arr(values, ctype):
+    return (ctype * max(1, len(values)))(*values)
+n = 16
+lib.cf_rt_device_acquire(i64(n), i64(0), i64(0))
+lib.cf_rt_tape_start()
+for name, params, wires in [
+    (1, [], [w]) for w in range(n)] + [(16, [], [0, 15]), (8, [0.3], [14]), (34, [0.7], [3, 12]),
+    (31, [0.2], [14, 15]), (33, [0.6], [15, 1]), (39, [0.2], [1, 4, 8, 14]), (11, [0.9], [15]),
+    (35, [0.4], [0, 5, 9]), (15, [0.1, 0.2, 0.3], [7])]:
+    lib.cf_rt_gate(i64(name), arr(params, f64), i64(len(params)), arr(wires, i64), i64(len(wires)),
+                   ctypes.c_int8(0), None, None, i64(0))
+lib.cf_rt_tape_stop()
+state = np.zeros(2 ** n, dtype=np.complex128)
+lib.cf_rt_state(state.ctypes.data_as(ctypes.POINTER(f64)))
+obs = (i64 * 2)(lib.cf_rt_obs_named(i64(3), i64(15)), lib.cf_rt_obs_named(i64(1), i64(2)))
+lib.cf_rt_tape_num_params.restype = i64
+jac = np.zeros((2, lib.cf_rt_tape_num_params()))
+lib.cf_rt_adjoint_jacobian(obs, i64(2), jac.ctypes.data_as(ctypes.POINTER(f64)))
+assert lib.cf_rt_error_code() == 0, lib.cf_rt_error_message()
+sys.stdout.buffer.write(state.tobytes() + jac.tobytes())
+"""
+
+
+def test_every_instruction_set_level_agrees(lib):
+    """The kernels are compiled for several instruction sets and picked at run time
+    (COFACTOR_ISA forces one, per process): all must give the same results."""
+    import os
+    import subprocess
+    import sys
+
+    outputs = {}
+    for isa in ("base", "avx2", "auto"):
+        env = dict(os.environ, COFACTOR_ISA=isa)
+        run = subprocess.run(
+            [sys.executable, "-c", ISA_SCRIPT, lib._name],
+            env=env,
+            capture_output=True,
+            timeout=60,
+        )
+        assert run.returncode == 0, run.stderr.decode()
+        outputs[isa] = np.frombuffer(run.stdout, dtype=np.float64)
+    assert outputs["base"].size == 2 * 2**16 + 2 * 10  # the state, then a 2 x 10 Jacobian
+    np.testing.assert_allclose(outputs["avx2"], outputs["base"], atol=1e-12)
+    np.testing.assert_allclose(outputs["auto"], outputs["base"], atol=1e-12)
