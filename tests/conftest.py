@@ -15,7 +15,9 @@ from cofactor import toolchain
 def session_kernel_cache(tmp_path_factory):
     # The Enzyme plugin lives in the user's cache folder; pin its path before moving the
     # cache so that discovery still finds it.
-    saved = {name: os.environ.get(name) for name in ("COFACTOR_CACHE_DIR", "COFACTOR_ENZYME_PLUGIN")}
+    saved = {
+        name: os.environ.get(name) for name in ("COFACTOR_CACHE_DIR", "COFACTOR_ENZYME_PLUGIN")
+    }
     os.environ["COFACTOR_ENZYME_PLUGIN"] = str(toolchain.find("enzyme"))
     os.environ["COFACTOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("cofactor-cache"))
     yield

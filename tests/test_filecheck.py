@@ -59,7 +59,9 @@ def tool_path(tmp_path_factory) -> str:
         pytest.fail(f"cofactor-opt not built at {opt}: run `make setup` (or set COFACTOR_OPT)")
     missing = [tool for tool in LLVM_TOOLS if not (LLVM_BIN / tool).is_file()]
     if missing:
-        pytest.fail(f"LLVM 15 tools missing from {LLVM_BIN}: {', '.join(missing)}; run `make setup`")
+        pytest.fail(
+            f"LLVM 15 tools missing from {LLVM_BIN}: {', '.join(missing)}; run `make setup`"
+        )
     bin_dir = tmp_path_factory.mktemp("filecheck-bin")
     (bin_dir / "cofactor-opt").symlink_to(opt.resolve())
     for tool in LLVM_TOOLS:
