@@ -158,12 +158,16 @@ StateVectorDevice::StateVectorDevice(int numQubits, int64_t shots, int64_t seed)
 
 void StateVectorDevice::reset(int64_t shots, int64_t seed) {
     shots_ = shots;
-    if (seed < 0) {
+    if (seed >= 0) {
+        rng_.seed(uint64_t(seed));
+    } else if (!entropySeeded_) {
+        // Unseeded: draw from the system's entropy once, then let the stream run on across
+        // reuses of this device (reading std::random_device costs ~45 us, more than a
+        // small circuit, and consecutive streams need no fresh entropy to be independent).
         std::random_device rd;
         rng_.seed((uint64_t(rd()) << 32) ^ rd());
-    } else {
-        rng_.seed(uint64_t(seed));
     }
+    entropySeeded_ = seed < 0;
     resetState();
 }
 

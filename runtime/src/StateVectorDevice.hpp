@@ -63,6 +63,7 @@ class StateVectorDevice final : public QuantumDevice {
     int64_t shots_;
     std::vector<cplx> sv_;
     std::mt19937_64 rng_;
+    bool entropySeeded_ = false; // the stream came from std::random_device, not a seed
 };
 
 } // namespace cf
