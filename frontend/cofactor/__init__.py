@@ -1,7 +1,20 @@
 """cofactor: a just-in-time compiler for hybrid quantum-classical Python programs."""
 
 from cofactor import debug
-from cofactor.api_extensions import adjoint, cond, ctrl, for_loop, measure, while_loop
+from cofactor.api_extensions import (
+    adjoint,
+    cond,
+    ctrl,
+    for_loop,
+    grad,
+    jacobian,
+    jvp,
+    measure,
+    pure_callback,
+    value_and_grad,
+    vjp,
+    while_loop,
+)
 from cofactor.errors import CompileError, DifferentiableCompileError, RuntimeExecutionError
 from cofactor.jit import QJIT, ShapeDtype, qjit
 
@@ -19,7 +32,13 @@ __all__ = [
     "ctrl",
     "debug",
     "for_loop",
+    "grad",
+    "jacobian",
+    "jvp",
     "measure",
+    "pure_callback",
     "qjit",
+    "value_and_grad",
+    "vjp",
     "while_loop",
 ]

@@ -22,8 +22,11 @@ from cofactor.tracing.tracer import BOOL, COMPLEX, FLOAT, INT, Scalar, Tracer
 #: arrays with more elements than this print their shape and dtype only
 MAX_PRINTED_ELEMENTS = 64
 
-_PRINTF_DECLS = """  llvm.func @printf(!llvm.ptr<i8>, ...) -> i32
-  llvm.func @fflush(!llvm.ptr<i8>) -> i32
+# `nofree`: Enzyme, differentiating a function that prints (debug.print under grad), needs
+# to know that these C functions free nothing ("No create nofree of empty function")
+_NOFREE = 'attributes {passthrough = ["nofree"]}'
+_PRINTF_DECLS = f"""  llvm.func @printf(!llvm.ptr<i8>, ...) -> i32 {_NOFREE}
+  llvm.func @fflush(!llvm.ptr<i8>) -> i32 {_NOFREE}
 """
 
 _CONVERSIONS = {FLOAT: "%.16g", INT: "%ld", BOOL: "%d"}
@@ -107,3 +110,17 @@ def _emit_printf(ctx: context.TraceContext, fmt: str, values: list[Any]) -> None
         ctx.text_helpers.append(_PRINTF_DECLS)
     ctx.text_helpers.append("\n".join(body) + "\n")
     b.insert(func.CallOp(name, list(values), []))
+
+
+def callback(fn: Any) -> Any:
+    """A Python function called from compiled code for its side effects only (Catalyst's
+    `debug.callback`): it receives numpy arrays, its return value is ignored, and it is
+    inactive under differentiation (no gradient flows through it).
+
+        @cofactor.debug.callback
+        def log(x):
+            print("x =", x)
+    """
+    from cofactor.api_extensions.callbacks import DebugCallback
+
+    return DebugCallback(fn)

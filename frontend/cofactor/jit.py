@@ -15,6 +15,7 @@ Follow one call from the top:
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import inspect
 import re
@@ -135,6 +136,7 @@ class QJIT:
         self._quick_keys: dict[tuple, Hashable] = {}
         self._promoted: dict[Hashable, CompiledFunction] = {}  # call key -> binary it promotes to
         self._last: CompiledFunction | None = None
+        self._last_trace_had_callbacks = False
         self.compile_count = 0
         annotations = self._abstract_arguments()
         self._aot = False  # compiled ahead of time from annotations
@@ -291,7 +293,15 @@ class QJIT:
 
         start = time.perf_counter()
         mlir, out_tree, out_leaves, has_quantum = self._trace(tree, specs, static)
-        library = compile_module(mlir, name=self.symbol, keep_intermediate=self.keep_intermediate)
+        has_callbacks = self._last_trace_had_callbacks
+        lowered = _lower_gradients(mlir)
+        library = compile_module(
+            lowered, name=self.symbol, keep_intermediate=self.keep_intermediate
+        )
+        if has_callbacks:
+            from cofactor.api_extensions.callbacks import install_trampoline
+
+            install_trampoline()
         if self.keep_intermediate:
             folder = (
                 Path.cwd() / "cofactor_intermediate" / self.symbol
@@ -300,7 +310,14 @@ class QJIT:
             )
             print(f"cofactor: intermediate stages of {self.__name__} written to {folder}")
         out_specs = [o for o in out_leaves if isinstance(o, BufferSpec)]
-        launcher = Launcher(library.so_path, self.symbol, specs, out_specs, has_quantum)
+        launcher = Launcher(
+            library.so_path,
+            self.symbol,
+            specs,
+            out_specs,
+            has_quantum or has_callbacks,
+            callbacks=has_callbacks,
+        )
         self.compile_count += 1
         return CompiledFunction(
             specs, out_tree, out_leaves, launcher, library, mlir, time.perf_counter() - start
@@ -350,6 +367,7 @@ class QJIT:
         text = str(module)
         if ctx.text_helpers:  # splice them in before the module's closing brace
             text = text[: text.rindex("}")] + "".join(ctx.text_helpers) + "}\n"
+        self._last_trace_had_callbacks = ctx.has_callbacks
         return text, out_tree, out_leaves, ctx.has_quantum
 
     # -- inspection ------------------------------------------------------------------
@@ -370,6 +388,69 @@ class QJIT:
 
     def __repr__(self) -> str:
         return f"<cofactor.QJIT {self.__name__}, {len(self._cache)} compiled signature(s)>"
+
+
+#: the gradient passes (docs/gradients.md) around the driver's lowering
+GRADIENT_PRE_PASSES = (
+    "--cofactor-split-qnodes",
+    "--cofactor-custom-gradients",
+    "--lower-gradient-ops",
+)
+GRADIENT_POST_PASSES = ("--cofactor-emit-enzyme-glue",)
+
+
+def _needs_gradient_passes(mlir: str) -> bool:
+    return "gradient.vjp" in mlir or "cofactor.callback_id" in mlir
+
+
+def _lower_gradients(mlir: str) -> str:
+    """Modules with gradients or callbacks need the gradient passes. While the compiler
+    driver does not run them itself, run the whole cofactor-opt pipeline here (gradient
+    passes, the driver's lowering, the Enzyme glue); the driver's own lowering then finds
+    nothing left to do on the LLVM-dialect result."""
+    from cofactor import compiler, toolchain
+
+    if not _needs_gradient_passes(mlir):
+        return mlir
+    _check_runtime_for_gradients(mlir)
+    if "--lower-gradient-ops" in compiler.LOWERING_PASSES:
+        return mlir
+    cmd = [
+        str(toolchain.find("cofactor-opt")),
+        *GRADIENT_PRE_PASSES,
+        *compiler.LOWERING_PASSES,
+        *GRADIENT_POST_PASSES,
+    ]
+    try:
+        return compiler._run("cofactor-opt", cmd, input_text=mlir)
+    except CompileError as err:
+        from cofactor.errors import DifferentiableCompileError
+
+        if err.tool_message and "differentiated" in err.tool_message:
+            raise DifferentiableCompileError(
+                "the gradient passes rejected the program",
+                stage="cofactor-opt",
+                tool_message=err.tool_message,
+            ) from None
+        raise
+
+
+def _check_runtime_for_gradients(mlir: str) -> None:
+    """QNode gradients call `cf_rt_jacobian_recorded`; refuse to build a library whose
+    reverse pass would call a missing runtime function."""
+    if "gradient.vjp" not in mlir or "cofactor.qnode" not in mlir:
+        return
+    from cofactor.launcher import _runtime
+
+    name = "cf_rt_jacobian_recorded"
+    if not hasattr(_runtime(), name) and not hasattr(ctypes.CDLL(None), name):
+        from cofactor.errors import DifferentiableCompileError
+
+        raise DifferentiableCompileError(
+            "differentiating a QNode needs the runtime's cf_rt_jacobian_recorded, which this "
+            "build of the runtime lacks (docs/gradients.md); rebuild the runtime, or "
+            'differentiate with method="fd"'
+        )
 
 
 def qjit(

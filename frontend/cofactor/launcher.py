@@ -76,6 +76,8 @@ class Launcher:
         inputs: Sequence[BufferSpec],
         outputs: Sequence[BufferSpec],
         check_runtime: bool,
+        *,
+        callbacks: bool = False,
     ) -> None:
         self.lib = ctypes.CDLL(str(so_path))
         self._fn = getattr(self.lib, f"_mlir_ciface_{name}")
@@ -83,6 +85,7 @@ class Launcher:
         self._fn.argtypes = [ctypes.c_void_p] * (len(inputs) + len(outputs))
         self._runtime = _runtime() if check_runtime else None
         self._error_code = self._runtime.cf_rt_error_code if self._runtime else None
+        self._callbacks = callbacks  # Python callbacks: their exceptions are re-raised
         # one descriptor per argument; scalars point at a persistent buffer
         self._in_setters: list[Callable[[Any], Any]] = []
         self._keep: list[Any] = []
@@ -155,13 +158,28 @@ class Launcher:
         outs: list[Any] = [None] * self._n_out
         for i, get_array in self._array_outs:  # fresh result arrays, before the call
             outs[i] = get_array()
-        self._fn(*self._ptrs)
+        if self._callbacks:
+            self._call_with_callbacks()
+        else:
+            self._fn(*self._ptrs)
         del keep
         if self._error_code is not None and self._error_code():
             self._raise_runtime_error()
         for i, get_scalar in self._scalar_outs:  # scalars are read after it
             outs[i] = get_scalar()
         return outs
+
+    def _call_with_callbacks(self) -> None:
+        from cofactor.api_extensions import callbacks
+
+        callbacks.clear_pending()
+        self._fn(*self._ptrs)
+        try:
+            callbacks.raise_pending()
+        except BaseException:
+            if self._runtime is not None:
+                self._runtime.cf_rt_clear_error()
+            raise
 
     def _raise_runtime_error(self) -> None:
         from cofactor import runtime_lib

@@ -108,7 +108,7 @@ def test_qnode_becomes_its_own_function():
 
     mlir, _, _, has_quantum = trace(lambda x: circuit(x), F64)
     assert has_quantum
-    assert "attributes {cofactor.qnode}" in mlir
+    assert "attributes {cofactor.qnode, cofactor.diff_method" in mlir
     assert (
         '"quantum.device_acquire"() {num_qubits = 2 : i64, shots = 0 : i64, seed = -1 : i64}'
         in mlir

@@ -43,6 +43,12 @@ class TraceContext:
         # the buffers allocated there that must be freed before the function returns
         self.function_entries: list[Block] = []
         self._hoisted: dict[int, list[SSAValue]] = {}
+        # gradients: the methods ("auto" = Enzyme, "fd") of the functions being traced for
+        # differentiation (innermost last), facts about the emitted circuit functions, and
+        # whether the module calls Python callbacks
+        self.diff_stack: list[str] = []
+        self.qnode_info: dict[str, Any] = {}
+        self.has_callbacks = False
 
     def hoisted_alloc(self, type_: MemRefType, *, heap: bool = True) -> SSAValue:
         """A buffer allocated once at the start of the current function (not inside the loop
@@ -80,6 +86,15 @@ def current() -> TraceContext:
     if not _CURRENT:
         raise RuntimeError("no cofactor trace is active")
     return _CURRENT[-1]
+
+
+def differentiation_method(ctx: TraceContext | None = None) -> str | None:
+    """`"auto"` when the code being traced is differentiated by Enzyme (directly or through
+    an enclosing function), "fd" when only by finite differences, None otherwise."""
+    ctx = ctx or current()
+    if "auto" in ctx.diff_stack:
+        return "auto"
+    return "fd" if ctx.diff_stack else None
 
 
 def is_tracing() -> bool:

@@ -314,7 +314,49 @@ _KIND_NAMES = {"f": "float64", "i": "int64", "b": "bool", "c": "complex128"}
 
 
 def _libm(name: str):
-    return lambda b, *xs: b.libm(name, *xs)
+    def rule(b, *xs):
+        if name in _DIFFERENTIABLE_LIBM and context.differentiation_method() == "auto":
+            return _DIFFERENTIABLE_LIBM[name](b, *xs)
+        return b.libm(name, *xs)
+
+    return rule
+
+
+def _math_generic(name: str):
+    return lambda b, *xs: b.generic(f"math.{name}", list(xs), f64)
+
+
+def _exp_pair(b, x, sign: float):
+    """(exp(x) + sign * exp(-x)) / 2: sinh (sign -1) and cosh (sign +1)."""
+    e = b.math(math.ExpOp, x)
+    em = b.math(math.ExpOp, b.unary(arith.NegfOp, x))
+    both = b.binary(arith.AddfOp if sign > 0 else arith.SubfOp, e, em)
+    return b.binary(arith.MulfOp, both, b.const(0.5, f64))
+
+
+def _sqrt_one_minus_square(b, x):
+    one_minus = b.binary(arith.SubfOp, b.const(1.0, f64), b.binary(arith.MulfOp, x, x))
+    return b.math(math.SqrtOp, one_minus)
+
+
+#: Inside a function Enzyme differentiates, the C math library is not called directly:
+#: the gradient passes reject body-less functions without a gradient rule (they do not
+#: know libm), so these become math-dialect ops (lowered to the same libm calls after the
+#: gradient passes, where Enzyme's own rules for them apply) or formulas over such ops.
+_DIFFERENTIABLE_LIBM: dict[str, Callable] = {
+    "tan": _math_generic("tan"),
+    "tanh": _math_generic("tanh"),
+    "atan": _math_generic("atan"),
+    "atan2": _math_generic("atan2"),
+    "expm1": _math_generic("expm1"),
+    "log1p": _math_generic("log1p"),
+    "log2": _math_generic("log2"),
+    "log10": _math_generic("log10"),
+    "sinh": lambda b, x: _exp_pair(b, x, -1.0),
+    "cosh": lambda b, x: _exp_pair(b, x, 1.0),
+    "asin": lambda b, x: b.generic("math.atan2", [x, _sqrt_one_minus_square(b, x)], f64),
+    "acos": lambda b, x: b.generic("math.atan2", [_sqrt_one_minus_square(b, x), x], f64),
+}
 
 
 def _math(op):

@@ -36,7 +36,7 @@ from pennylane.measurements import (
     VarianceMP,
 )
 from xdsl.dialects import func
-from xdsl.dialects.builtin import UnitAttr, f64, i1, i64
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, UnitAttr, f64, i1, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from cofactor.errors import CompileError
@@ -82,6 +82,7 @@ class QuantumScope:
     shots: int
     queues: list[qml.queuing.AnnotatedQueue] = field(default_factory=list)
     max_wire: int = -1
+    has_mcm: bool = False  # a mid-circuit measurement was emitted (not differentiable)
 
     # -- wires -----------------------------------------------------------------------
     def wire(self, label: Any) -> SSAValue:
@@ -380,6 +381,8 @@ def call_qnode(qnode: Any, args: tuple, kwargs: dict) -> Any:
         entry = _emit_qnode_function(qnode, tree, leaves, specs, cells)
         ctx.functions[key] = entry
     name, out_tree, out_leaves = entry
+    if context.differentiation_method(ctx) == "auto":
+        check_differentiable(ctx.qnode_info[name])
     return _emit_call(name, [*dynamic, *captured], out_tree, out_leaves)
 
 
@@ -432,11 +435,14 @@ def _emit_qnode_function(
             result, is_leaf=lambda x: isinstance(x, MeasurementProcess | Tracer)
         )
         outputs: list[Any] = []
+        kinds: list[str] = []
         for v in out_values:
             if isinstance(v, MeasurementProcess):
                 outputs.append(scope.emit_measurement(v))
+                kinds.append(_measurement_kind(v))
             else:
                 outputs.append(v)
+                kinds.append("classical")
         # counts return (basis states, counts): splice that pair into the tree
         out_values2, out_tree = pytree.flatten(
             pytree.unflatten(out_tree, outputs), is_leaf=lambda x: isinstance(x, Tracer)
@@ -478,9 +484,96 @@ def _emit_qnode_function(
     out_types = [memref_type(s.shape, s.dtype) for s in out_leaves if isinstance(s, BufferSpec)]
     fn = func.FuncOp(name, ([*in_types, *out_types], []), Region(block))
     fn.attributes["cofactor.qnode"] = UnitAttr()
+    user_method = getattr(qnode, "diff_method", "best")
+    info = QNodeInfo(name, user_method, kinds, scope.has_mcm)
+    ctx.qnode_info[name] = info
+    fn.attributes["cofactor.diff_method"] = StringAttr(info.diff_method)
+    fn.attributes["cofactor.num_inputs"] = IntegerAttr(len(in_types), i64)
     fn.sym_visibility = None
     b.module_ops.append(fn)
     return name, out_tree, out_leaves
+
+
+def _measurement_kind(mp: MeasurementProcess) -> str:
+    if isinstance(mp, ExpectationMP):
+        return "expval"
+    if isinstance(mp, VarianceMP):
+        return "var"
+    if isinstance(mp, StateMP):
+        return "state"
+    if isinstance(mp, ProbabilityMP):
+        return "probs"
+    if isinstance(mp, SampleMP):
+        return "sample"
+    if isinstance(mp, CountsMP):
+        return "counts"
+    return type(mp).__name__
+
+
+#: QNode diff_method -> what the gradient passes implement (docs/gradients.md)
+SUPPORTED_DIFF_METHODS = ("adjoint", "parameter-shift", "best")
+
+
+@dataclass
+class QNodeInfo:
+    """What differentiating a circuit function needs to know about it."""
+
+    name: str
+    user_method: Any  # the QNode's diff_method as given to PennyLane
+    kinds: list[str]  # per output: expval, var, probs, state, sample, counts, classical
+    has_mcm: bool
+
+    @property
+    def diff_method(self) -> str:
+        """The `cofactor.diff_method` attribute: adjoint, parameter-shift or none."""
+        m = self.user_method
+        if m == "best":
+            return "adjoint" if all(k == "expval" for k in self.kinds) else "parameter-shift"
+        if m in ("adjoint", "parameter-shift"):
+            return m
+        return "none"
+
+
+def check_differentiable(info: QNodeInfo) -> None:
+    """Raise a DifferentiableCompileError when Enzyme cannot differentiate the circuit."""
+    from cofactor.errors import DifferentiableCompileError
+
+    where = f"(QNode {info.name})"
+    if info.user_method is None:
+        raise DifferentiableCompileError(
+            f"Cannot differentiate a QNode explicitly marked non-differentiable {where}: it "
+            "has diff_method=None"
+        )
+    if info.user_method not in SUPPORTED_DIFF_METHODS:
+        raise DifferentiableCompileError(
+            f"diff_method={info.user_method!r} {where} is not supported by cofactor's "
+            "gradients; use 'adjoint', 'parameter-shift' or 'best' (or method=\"fd\")"
+        )
+    if "state" in info.kinds:
+        raise DifferentiableCompileError(f"State returns are forbidden in gradients {where}")
+    if "var" in info.kinds:
+        raise DifferentiableCompileError(f"Variance returns are forbidden in gradients {where}")
+    for kind in ("sample", "counts"):
+        if kind in info.kinds:
+            raise DifferentiableCompileError(
+                f"qml.{kind} returns cannot be differentiated {where}; use expval or probs"
+            )
+    if "classical" in info.kinds:
+        raise DifferentiableCompileError(
+            f"only measurement results of a QNode can be differentiated {where}: it returns "
+            "a value that is not a measurement"
+        )
+    if info.has_mcm:
+        raise DifferentiableCompileError(
+            f"mid-circuit measurements cannot be differentiated with the adjoint or "
+            f'parameter-shift method {where}; differentiate with method="fd" instead'
+        )
+    if info.diff_method == "adjoint" and any(k != "expval" for k in info.kinds):
+        others = sorted({k for k in info.kinds if k != "expval"})
+        raise DifferentiableCompileError(
+            f"The adjoint method can only be used for QNodes which return qml.expval {where}; "
+            f"this one returns {', '.join(others)}: use diff_method='parameter-shift'"
+        )
 
 
 def _emit_call(name: str, dynamic: list[Tracer], out_tree: Any, out_leaves: list[Any]) -> Any:
@@ -554,6 +647,7 @@ def measure(wires: Any, reset: bool = False, postselect: int | None = None) -> T
     if postselect not in (None, 0, 1):
         raise CompileError("postselect must be 0, 1 or None")
     scope.flush()
+    scope.has_mcm = True
     b = ctx.builder
     attrs = quantum_attrs(reset=bool(reset), postselect=-1 if postselect is None else postselect)
     value = b.res(generic_op("quantum.measure", [scope.wire(wires)], [i1], attrs))

@@ -1,0 +1,761 @@
+"""Differentiation: `grad`, `value_and_grad`, `jacobian`, `vjp`, `jvp` (Catalyst's API).
+
+While a qjit function is traced, differentiating `fn` at some arguments
+
+1. traces `fn` into its own void destination-passing function (docs/gradients.md)
+
+       func.func private @fn(%in0: memref<..>, ..., %out0: memref<..>, ...)
+           attributes {cofactor.num_inputs = N : i64}
+
+   (traced values that `fn` captured from the enclosing trace become extra, constant
+   inputs after the arguments);
+2. with the default method (Enzyme) emits `gradient.vjp` ops at the call site:
+   `grad`/`value_and_grad`/`vjp` one op (cotangent 1.0 or the user's cotangents),
+   `jacobian`/`jvp` one op per output element with a one-hot cotangent (unrolled for small
+   outputs, an `scf.for` otherwise) -- `jvp` contracts that Jacobian with the tangents;
+3. with `method="fd"` emits central finite differences of the whole function instead
+   (`func.call`s of the traced function on perturbed inputs, step `h`, default 1e-7),
+   which needs no gradient pass and is the only way to nest derivatives.
+
+The passes of docs/gradients.md then split QNodes, attach the custom gradients of QNodes and
+callbacks and hand the rest to Enzyme. Outside qjit, a differentiated function compiles
+itself on first call (`qjit(grad(f))` is the same thing spelled out).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func, scf
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, SymbolRefAttr, f64, i64
+from xdsl.ir import Block, Region, SSAValue
+
+from cofactor.errors import CompileError, DifferentiableCompileError
+from cofactor.ir.builder import INDEX, memref_type
+from cofactor.ir.mlir15 import generic_op
+from cofactor.launcher import BufferSpec
+from cofactor.tracing import context, pytree
+from cofactor.tracing.numpy_rules import as_tracer, cast_tracer, const_scalar, store_tracer
+from cofactor.tracing.tracer import FLOAT, Scalar, Tracer
+
+#: the default finite-difference step (Catalyst's)
+DEFAULT_FD_STEP = 1e-7
+#: Jacobians with at most this many output elements unroll their one-hot vjps
+UNROLL_JACOBIAN_ROWS = 8
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def _is_leaf(x: Any) -> bool:
+    """Tracers, arrays and lists of plain numbers are leaves (as in qjit's arguments)."""
+    if isinstance(x, Tracer | Scalar | np.ndarray | np.generic):
+        return True
+    if isinstance(x, list | tuple) and x:
+        return all(isinstance(v, _PY_SCALARS + (np.generic,)) for v in x) or all(
+            _is_leaf(v) and isinstance(v, list | tuple) for v in x
+        )
+    return False
+
+
+def _fn_name(fn: Any) -> str:
+    name = getattr(getattr(fn, "func", fn), "__name__", None) or getattr(fn, "__name__", "fn")
+    return str(name).strip("<>")
+
+
+def _check_method(method: str | None, h: float | None, what: str) -> tuple[str, float]:
+    if method in (None, "auto"):
+        return "auto", 0.0
+    if method == "fd":
+        step = DEFAULT_FD_STEP if h is None else float(h)
+        if not step > 0:
+            raise CompileError(f"{what}: the finite-difference step h must be positive, got {h}")
+        return "fd", step
+    raise CompileError(
+        f'{what}: unsupported differentiation method {method!r}; use "auto" (the default: '
+        'Enzyme, with the QNodes\' own diff_method) or "fd" (finite differences)'
+    )
+
+
+def _normalize_argnums(argnums: Any, nargs: int, what: str) -> tuple[tuple[int, ...], bool]:
+    """(argument positions, whether a single int was given)."""
+    if argnums is None:
+        argnums = 0
+    single = isinstance(argnums, int | np.integer) and not isinstance(argnums, bool)
+    nums = (int(argnums),) if single else tuple(argnums)
+    out = []
+    for n in nums:
+        if not isinstance(n, int | np.integer) or isinstance(n, bool):
+            raise CompileError(
+                f"{what}: argnums must be an int or a tuple of ints, got {argnums!r}"
+            )
+        if not -nargs <= n < nargs:
+            raise CompileError(
+                f"{what}: argnums={n} is out of range for a function called with {nargs} "
+                "argument(s)"
+            )
+        out.append(int(n) % nargs)
+    if len(set(out)) != len(out):
+        raise CompileError(f"{what}: argnums {argnums!r} repeats an argument")
+    return tuple(out), single
+
+
+# ----------------------------------------------------------------------------------------
+# tracing the differentiated function into its own func.func
+# ----------------------------------------------------------------------------------------
+def _captured_cells(fn: Any) -> list[Any]:
+    """Closure cells (of `fn`, a QNode's quantum function, and functions they capture)
+    holding tracers of the enclosing trace."""
+    cells: list[Any] = []
+    seen: set[int] = set()
+
+    def visit(f: Any, depth: int) -> None:
+        if f is None or id(f) in seen or depth > 3:
+            return
+        seen.add(id(f))
+        inner = getattr(f, "func", None)
+        if inner is not None and inner is not f:
+            visit(inner, depth + 1)
+        wrapped = getattr(f, "__wrapped__", None) or getattr(f, "fn", None)
+        if wrapped is not None and wrapped is not f and callable(wrapped):
+            visit(wrapped, depth + 1)
+        for cell in getattr(f, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue
+            if isinstance(value, Tracer):
+                if all(c is not cell for c in cells):
+                    cells.append(cell)
+            elif callable(value):
+                visit(value, depth + 1)
+
+    visit(fn, 0)
+    return cells
+
+
+@dataclass
+class _Traced:
+    """A function traced into `func.func @name(args..., captured..., outs...)`."""
+
+    name: str
+    in_specs: list[BufferSpec]
+    out_tree: Any
+    out_specs: list[BufferSpec]
+    captured: list[Tracer]
+
+
+def _trace_function(
+    fn: Callable, args_tree: Any, arg_tracers: list[Tracer], method: str, what: str
+) -> _Traced:
+    ctx = context.current()
+    if ctx.quantum is not None:
+        raise CompileError(f"{what}: differentiation inside a QNode is not supported")
+    b = ctx.builder
+    cells = _captured_cells(fn)
+    captured = [c.cell_contents for c in cells]
+    specs = [BufferSpec(t.shape, t.dtype) for t in [*arg_tracers, *captured]]
+    name = ctx.fresh_name(f"{_fn_name(fn)}_primal")
+    in_types = [memref_type(s.shape, s.dtype) for s in specs]
+    block = Block(arg_types=in_types)
+    b.push(block)
+    ctx.function_entries.append(block)
+    ctx.diff_stack.append(method)
+    outer = list(captured)
+    try:
+        params = [
+            Tracer.from_memref(arg, s.shape, s.dtype, anchor=block)
+            for arg, s in zip(block.args, specs, strict=True)
+        ]
+        for c, p in zip(cells, params[len(arg_tracers) :], strict=True):
+            c.cell_contents = p
+        args = pytree.unflatten(args_tree, params[: len(arg_tracers)])
+        result = fn(*args)
+        out_values, out_tree = pytree.flatten(result, is_leaf=_is_leaf)
+        if not out_values:
+            raise DifferentiableCompileError(f"{what}: {_fn_name(fn)} returns nothing")
+        out_tracers = []
+        for i, v in enumerate(out_values):
+            try:
+                t = as_tracer(v)
+            except CompileError as err:
+                raise DifferentiableCompileError(
+                    f"{what}: result {i} of {_fn_name(fn)} is not an array ({err})"
+                ) from None
+            if t.dtype != FLOAT:
+                if t.dtype.kind in "ib":
+                    t = cast_tracer(t, FLOAT)
+                else:
+                    raise DifferentiableCompileError(
+                        f"{what}: result {i} of {_fn_name(fn)} has dtype {t.dtype}; only "
+                        "real (float) results can be differentiated"
+                    )
+            out_tracers.append(t)
+        out_specs = [BufferSpec(t.shape, t.dtype) for t in out_tracers]
+        out_args = [
+            block.insert_arg(memref_type(t.shape, t.dtype), len(block.args)) for t in out_tracers
+        ]
+        for t, ref in zip(out_tracers, out_args, strict=True):
+            store_tracer(t, ref)
+        ctx.finish_function(block)
+    finally:
+        for c, v in zip(cells, outer, strict=True):
+            c.cell_contents = v
+        ctx.diff_stack.pop()
+        if ctx.function_entries and ctx.function_entries[-1] is block:
+            ctx.function_entries.pop()
+        b.pop()
+    out_types = [memref_type(s.shape, s.dtype) for s in out_specs]
+    fn_op = func.FuncOp(name, ([*in_types, *out_types], []), Region(block))
+    fn_op.sym_visibility = StringAttr("private")
+    fn_op.attributes["cofactor.num_inputs"] = IntegerAttr(len(specs), i64)
+    b.module_ops.append(fn_op)
+    return _Traced(name, specs, out_tree, out_specs, captured)
+
+
+def _refs(tracers: Sequence[Tracer]) -> list[SSAValue]:
+    """Memrefs holding `tracers` at the current point (their own, or fresh buffers)."""
+    ctx = context.current()
+    refs: list[SSAValue] = []
+    for t in tracers:
+        if t._elems is None and t.memref is not None and t.memref not in refs:
+            refs.append(t.memref)
+        else:
+            buf = ctx.hoisted_alloc(memref_type(t.shape, t.dtype))
+            store_tracer(t, buf)
+            refs.append(buf)
+    return refs
+
+
+def _loaded(t: Tracer) -> Tracer:
+    """`t` with its elements in SSA values (its buffer may be reused afterwards)."""
+    return Tracer(t.elems, t.dtype)
+
+
+def _fill(ref: SSAValue, spec: BufferSpec, value: float) -> None:
+    b = context.current().builder
+    c = b.const(value, f64)
+    for pos in np.ndindex(*spec.shape):
+        b.store(c, ref, [b.index(p) for p in pos])
+
+
+# ----------------------------------------------------------------------------------------
+# one differentiation request
+# ----------------------------------------------------------------------------------------
+class _Request:
+    """`fn` at `args`: the traced function, the argument layout and the emitted ops."""
+
+    def __init__(
+        self, fn: Callable, args: tuple, argnums: Any, method: Any, h: Any, what: str
+    ) -> None:
+        self.what = what
+        self.name = _fn_name(fn)
+        self.method, self.h = _check_method(method, h, what)
+        ctx = context.current()
+        outer = context.differentiation_method(ctx)
+        if self.method == "auto" and outer == "auto":
+            raise DifferentiableCompileError(
+                "Only finite difference can compute higher order derivatives."
+            )
+        if self.method == "fd" and outer == "auto":
+            # Enzyme over finite differences: the differences call the traced function on
+            # freshly allocated buffers, and Enzyme treats those buffers as inactive (a
+            # silently zero derivative; see docs/frontend.md), so this is refused
+            raise DifferentiableCompileError(
+                "Only finite difference can compute higher order derivatives. (The outer "
+                'derivative must use method="fd" too.)'
+            )
+        self.argnums, self.single_arg = _normalize_argnums(argnums, len(args), what)
+        # leaves of each positional argument
+        self.arg_trees: list[Any] = []
+        self.arg_ranges: list[range] = []
+        leaves: list[Any] = []
+        for a in args:
+            sub, tree = pytree.flatten(a, is_leaf=_is_leaf)
+            self.arg_ranges.append(range(len(leaves), len(leaves) + len(sub)))
+            self.arg_trees.append(tree)
+            leaves += sub
+        tracers = []
+        for i, leaf in enumerate(leaves):
+            try:
+                tracers.append(as_tracer(leaf))
+            except CompileError as err:
+                raise CompileError(f"{what}: argument leaf {i}: {err}") from None
+        self.diff: list[int] = []
+        for n in self.argnums:
+            for i in self.arg_ranges[n]:
+                if tracers[i].dtype != FLOAT:
+                    raise DifferentiableCompileError(
+                        f"{what}: argument {n} of {self.name} has dtype {tracers[i].dtype}; "
+                        "cofactor only supports differentiation on floating-point arguments "
+                        "(pass 1.0 rather than 1, or leave the argument out of argnums)"
+                    )
+                self.diff.append(i)
+        args_tree = ("tuple", tuple(self.arg_trees))
+        self.traced = _trace_function(fn, args_tree, tracers, self.method, what)
+        self.inputs = [*tracers, *self.traced.captured]
+        self._in_refs: list[SSAValue] | None = None
+        self._out_refs: list[SSAValue] | None = None
+        self._cout_refs: list[SSAValue] | None = None
+
+    # -- sizes -----------------------------------------------------------------------------
+    @property
+    def out_specs(self) -> list[BufferSpec]:
+        return self.traced.out_specs
+
+    @property
+    def out_sizes(self) -> list[int]:
+        return [int(np.prod(s.shape, dtype=np.int64)) for s in self.out_specs]
+
+    def in_spec(self, i: int) -> BufferSpec:
+        return self.traced.in_specs[i]
+
+    # -- Enzyme: gradient.vjp --------------------------------------------------------------
+    def _buffers(self) -> None:
+        if self._in_refs is None:
+            ctx = context.current()
+            self._in_refs = _refs(self.inputs)
+            self._out_refs = [
+                ctx.hoisted_alloc(memref_type(s.shape, s.dtype)) for s in self.out_specs
+            ]
+            self._cout_refs = [
+                ctx.hoisted_alloc(memref_type(s.shape, s.dtype)) for s in self.out_specs
+            ]
+
+    def _vjp_op(self, din_refs: list[SSAValue]) -> Any:
+        assert self._in_refs is not None and self._out_refs is not None
+        assert self._cout_refs is not None
+        for ref, i in zip(din_refs, self.diff, strict=True):
+            _fill(ref, self.in_spec(i), 0.0)
+        attrs = {
+            "callee": SymbolRefAttr(self.traced.name),
+            "num_inputs": IntegerAttr(len(self._in_refs), i64),
+            "num_outputs": IntegerAttr(len(self._out_refs), i64),
+            "diff_inputs": ArrayAttr([IntegerAttr(i, i64) for i in self.diff]),
+        }
+        operands = [*self._in_refs, *self._out_refs, *self._cout_refs, *din_refs]
+        return context.current().builder.insert(generic_op("gradient.vjp", operands, [], attrs))
+
+    def _din_refs(self) -> list[SSAValue]:
+        ctx = context.current()
+        return [
+            ctx.hoisted_alloc(memref_type(self.in_spec(i).shape, self.in_spec(i).dtype))
+            for i in self.diff
+        ]
+
+    def enzyme_vjp(self, cotangents: list[Any]) -> tuple[list[Tracer], list[Tracer]]:
+        """One gradient.vjp with the given cotangents; (primal outputs, one vjp per diff leaf)."""
+        self._buffers()
+        assert self._cout_refs is not None and self._out_refs is not None
+        for ref, ct, spec in zip(self._cout_refs, cotangents, self.out_specs, strict=True):
+            t = cast_tracer(as_tracer(ct), FLOAT)
+            if t.shape != spec.shape:
+                t = Tracer(np.broadcast_to(t.elems, spec.shape).copy(), FLOAT)
+            store_tracer(t, ref)
+        dins = self._din_refs()
+        op = self._vjp_op(dins)
+        outs = [
+            Tracer.from_memref(r, s.shape, s.dtype, anchor=op)
+            for r, s in zip(self._out_refs, self.out_specs, strict=True)
+        ]
+        grads = [
+            Tracer.from_memref(r, self.in_spec(i).shape, FLOAT, anchor=op)
+            for r, i in zip(dins, self.diff, strict=True)
+        ]
+        return outs, grads
+
+    def jacobian_blocks(self) -> tuple[list[Tracer], list[Tracer]]:
+        """(primal outputs, per diff leaf the Jacobian of all output elements (flattened, in
+        order) w.r.t. that leaf: shape (R, *leaf shape))."""
+        if self.method == "fd":
+            return self._fd_blocks()
+        rows = sum(self.out_sizes)
+        if rows <= UNROLL_JACOBIAN_ROWS:
+            return self._unrolled_blocks(rows)
+        return self._looped_blocks(rows)
+
+    def _one_hot(self, r: int) -> list[np.ndarray]:
+        cts, start = [], 0
+        for spec, n in zip(self.out_specs, self.out_sizes, strict=True):
+            flat = np.zeros(n)
+            if start <= r < start + n:
+                flat[r - start] = 1.0
+            cts.append(flat.reshape(spec.shape))
+            start += n
+        return cts
+
+    def _unrolled_blocks(self, rows: int) -> tuple[list[Tracer], list[Tracer]]:
+        per_row: list[list[Tracer]] = []
+        outs: list[Tracer] = []
+        for r in range(rows):
+            o, g = self.enzyme_vjp(self._one_hot(r))
+            if r == 0:
+                outs = [_loaded(t) for t in o]
+            per_row.append([_loaded(t) for t in g])
+        blocks = []
+        for k in range(len(self.diff)):
+            elems = np.stack([per_row[r][k].elems for r in range(rows)])
+            blocks.append(Tracer(elems, FLOAT))
+        return outs, blocks
+
+    def _looped_blocks(self, rows: int) -> tuple[list[Tracer], list[Tracer]]:
+        """for r in 0..R: one-hot cotangent r, gradient.vjp, copy the row into jac[r]."""
+        ctx = context.current()
+        b = ctx.builder
+        self._buffers()
+        assert self._cout_refs is not None and self._out_refs is not None
+        jac_refs = [
+            ctx.hoisted_alloc(memref_type((rows, *self.in_spec(i).shape), FLOAT)) for i in self.diff
+        ]
+        dins = self._din_refs()
+        lb, ub, st = b.index(0), b.index(rows), b.index(1)
+        block = Block(arg_types=[INDEX])
+        b.push(block)
+        try:
+            r = block.args[0]
+            one, zero = b.const(1.0, f64), b.const(0.0, f64)
+            start = 0
+            for ref, spec, n in zip(self._cout_refs, self.out_specs, self.out_sizes, strict=True):
+                for j, pos in enumerate(np.ndindex(*spec.shape)):
+                    hit = b.cmpi("eq", r, b.index(start + j))
+                    b.store(b.select(hit, one, zero), ref, [b.index(p) for p in pos])
+                start += n
+            self._vjp_op(dins)
+            for din, jac, i in zip(dins, jac_refs, self.diff, strict=True):
+                for pos in np.ndindex(*self.in_spec(i).shape):
+                    ids = [b.index(p) for p in pos]
+                    b.store(b.load(din, ids), jac, [r, *ids])
+            b.insert(scf.YieldOp())
+        finally:
+            b.pop()
+        op = b.insert(scf.ForOp(lb, ub, st, [], block))
+        outs = [
+            Tracer.from_memref(ref, s.shape, s.dtype, anchor=op)
+            for ref, s in zip(self._out_refs, self.out_specs, strict=True)
+        ]
+        blocks = [
+            Tracer.from_memref(ref, (rows, *self.in_spec(i).shape), FLOAT, anchor=op)
+            for ref, i in zip(jac_refs, self.diff, strict=True)
+        ]
+        return outs, blocks
+
+    # -- finite differences ----------------------------------------------------------------
+    def _call(self, refs: list[SSAValue]) -> list[Tracer]:
+        # fresh output buffers per call: see _fd_blocks
+        ctx = context.current()
+        outs = [ctx.hoisted_alloc(memref_type(s.shape, s.dtype)) for s in self.out_specs]
+        call = ctx.builder.insert(func.CallOp(self.traced.name, [*refs, *outs], []))
+        return [
+            _loaded(Tracer.from_memref(r, s.shape, s.dtype, anchor=call))
+            for r, s in zip(outs, self.out_specs, strict=True)
+        ]
+
+    def _fd_blocks(self) -> tuple[list[Tracer], list[Tracer]]:
+        """Central differences: J[:, j] = (f(x + h e_j) - f(x - h e_j)) / 2h."""
+        ctx = context.current()
+        base = _refs(self.inputs)
+        outs = self._call(base)
+        h = self.h
+        blocks = []
+        for i in self.diff:
+            spec = self.in_spec(i)
+            x = self.inputs[i].elems
+            columns = []
+            for pos in np.ndindex(*spec.shape):
+                flats = []
+                for sign in (1.0, -1.0):
+                    shifted = x.copy()
+                    shifted[pos] = x[pos] + sign * h
+                    # a fresh buffer per call (no buffer is overwritten), so that an
+                    # enclosing Enzyme derivative does not see reused memory (it returned
+                    # 0 for grad(grad(f, method="fd")) with reused buffers)
+                    buf = ctx.hoisted_alloc(memref_type(spec.shape, FLOAT))
+                    store_tracer(Tracer(shifted, FLOAT), buf)
+                    refs = list(base)
+                    refs[i] = buf
+                    values = self._call(refs)
+                    flats.append(np.concatenate([v.elems.reshape(-1) for v in values]))
+                columns.append((flats[0] - flats[1]) * (1.0 / (2.0 * h)))
+            rows = sum(self.out_sizes)
+            elems = np.empty((rows, *spec.shape), dtype=object)
+            for k, pos in enumerate(np.ndindex(*spec.shape)):
+                elems[(slice(None), *pos)] = columns[k]
+            blocks.append(Tracer(elems, FLOAT))
+        return outs, blocks
+
+    # -- assembling results ------------------------------------------------------------------
+    def per_arg(self, per_leaf: list[Any]) -> Any:
+        """Values for the differentiated leaves -> the argument trees (a tuple unless
+        argnums was a single int)."""
+        it = iter(per_leaf)
+        parts = []
+        for n in self.argnums:
+            leaves = [next(it) for _ in self.arg_ranges[n]]
+            parts.append(pytree.unflatten(self.arg_trees[n], leaves))
+        return parts[0] if self.single_arg else tuple(parts)
+
+    def outputs(self, outs: list[Tracer]) -> Any:
+        return pytree.unflatten(self.traced.out_tree, outs)
+
+    def scalar_output(self) -> None:
+        specs = self.out_specs
+        if len(specs) != 1 or specs[0].shape != ():
+            shapes = ", ".join(str(s.shape) for s in specs)
+            raise DifferentiableCompileError(
+                f"{self.what}: cofactor.grad only supports scalar-output functions, but "
+                f"{self.name} returns {len(specs)} value(s) of shape(s) {shapes}; use "
+                "cofactor.jacobian for array or several results (or vjp/jvp)"
+            )
+
+
+# ----------------------------------------------------------------------------------------
+# the user-facing transformations
+# ----------------------------------------------------------------------------------------
+class _Transform:
+    """Base of `grad`/`value_and_grad`/`jacobian`: a callable that differentiates `fn`
+    while traced, and compiles itself when called outside qjit."""
+
+    kind = "grad"
+
+    def __init__(self, fn: Callable, method: Any = None, h: Any = None, argnums: Any = 0):
+        if not callable(fn):
+            raise TypeError(f"{self.kind} expects a function, got {fn!r}")
+        functools.update_wrapper(self, fn, updated=())
+        self.fn = fn
+        self.method = method
+        self.h = h
+        self.argnums = argnums
+        _check_method(method, h, self.kind)
+        self.__name__ = f"{self.kind}_{_fn_name(fn)}"
+        self._compiled: Any = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not context.is_tracing():
+            if self._compiled is None:
+                from cofactor.jit import qjit
+
+                self._compiled = qjit(self)
+            return self._compiled(*args, **kwargs)
+        if kwargs:
+            import inspect
+
+            bound = inspect.signature(self.fn).bind(*args, **kwargs)
+            bound.apply_defaults()
+            args = bound.args
+        what = f"{self.kind}({_fn_name(self.fn)})"
+        req = _Request(self.fn, args, self.argnums, self.method, self.h, what)
+        return self._apply(req)
+
+    def _apply(self, req: _Request) -> Any:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+def _grad_of(req: _Request) -> tuple[list[Tracer], list[Tracer]]:
+    req.scalar_output()
+    if req.method == "fd":
+        outs, blocks = req.jacobian_blocks()
+        grads = [
+            np.reshape(blk, req.in_spec(i).shape) for blk, i in zip(blocks, req.diff, strict=True)
+        ]
+        return outs, grads
+    return req.enzyme_vjp([1.0])
+
+
+class Grad(_Transform):
+    kind = "grad"
+
+    def _apply(self, req: _Request) -> Any:
+        _, grads = _grad_of(req)
+        return req.per_arg(grads)
+
+
+class ValueAndGrad(_Transform):
+    kind = "value_and_grad"
+
+    def _apply(self, req: _Request) -> Any:
+        outs, grads = _grad_of(req)
+        return req.outputs(outs), req.per_arg(grads)
+
+
+class Jacobian(_Transform):
+    kind = "jacobian"
+
+    def _apply(self, req: _Request) -> Any:
+        outs, blocks = req.jacobian_blocks()
+        per_output = []
+        start = 0
+        for spec, n in zip(req.out_specs, req.out_sizes, strict=True):
+            leaves = []
+            for blk, i in zip(blocks, req.diff, strict=True):
+                part = blk[start : start + n] if n != blk.shape[0] else blk
+                leaves.append(np.reshape(part, (*spec.shape, *req.in_spec(i).shape)))
+            per_output.append(req.per_arg(leaves))
+            start += n
+        return pytree.unflatten(req.traced.out_tree, per_output)
+
+
+def grad(fn: Callable | None = None, method: Any = None, h: Any = None, argnums: Any = 0) -> Any:
+    """The gradient of a scalar-valued function (Catalyst's `grad`).
+
+    Args:
+        fn: the function (may call QNodes and callbacks).
+        method: None/"auto" (Enzyme, QNodes by their diff_method) or "fd" (finite
+            differences; the only method that nests).
+        h: the finite-difference step (default 1e-7).
+        argnums: the argument(s) to differentiate: an int, or a tuple for a tuple of
+            gradients.
+    """
+    if fn is None:
+        return functools.partial(grad, method=method, h=h, argnums=argnums)
+    return Grad(fn, method, h, argnums)
+
+
+def value_and_grad(
+    fn: Callable | None = None, method: Any = None, h: Any = None, argnums: Any = 0
+) -> Any:
+    """`(fn(*args), grad(fn)(*args))`, computed together."""
+    if fn is None:
+        return functools.partial(value_and_grad, method=method, h=h, argnums=argnums)
+    return ValueAndGrad(fn, method, h, argnums)
+
+
+def jacobian(
+    fn: Callable | None = None, method: Any = None, h: Any = None, argnums: Any = 0
+) -> Any:
+    """The Jacobian: for each result of shape S and argument of shape A, an array of shape
+    S + A (a tuple over the results when `fn` returns several, over the arguments when
+    argnums is a tuple)."""
+    if fn is None:
+        return functools.partial(jacobian, method=method, h=h, argnums=argnums)
+    return Jacobian(fn, method, h, argnums)
+
+
+def _params(params: Any) -> tuple:
+    return tuple(params) if isinstance(params, tuple | list) else (params,)
+
+
+def _argnums_all(argnums: Any, nargs: int) -> Any:
+    return tuple(range(nargs)) if argnums is None else argnums
+
+
+def _outside_qjit(name: str) -> None:
+    if not context.is_tracing():
+        raise CompileError(f"cofactor.{name} can only be used inside a @qjit function")
+
+
+def _shape_of(x: Any) -> tuple[int, ...]:
+    return x.shape if isinstance(x, Tracer) else tuple(np.shape(np.asarray(x, dtype=object)))
+
+
+def _split_cotangents(cotangents: Any, specs: list[BufferSpec]) -> list[Any]:
+    """The user's cotangents, one per result: a bare array for a single result, else a
+    list/tuple (possibly nested like the results)."""
+    if len(specs) == 1 and not (
+        isinstance(cotangents, tuple | list)
+        and len(cotangents) == 1
+        and _shape_of(cotangents) != specs[0].shape
+    ):
+        return [cotangents]
+    if not isinstance(cotangents, tuple | list):
+        return [cotangents]
+    cts: list[Any] = []
+    for c in cotangents:
+        cts += pytree.flatten(c, is_leaf=_is_leaf)[0]
+    return cts
+
+
+def vjp(
+    f: Callable,
+    params: Any,
+    cotangents: Any,
+    *,
+    method: Any = None,
+    h: Any = None,
+    argnums: Any = None,
+) -> tuple[Any, Any]:
+    """`(f(*params), vjps)`: the vector-Jacobian products of `f` at `params` with
+    `cotangents` (one per result of `f`, in order), one per differentiated argument
+    (argnums: default all)."""
+    _outside_qjit("vjp")
+    params = _params(params)
+    what = f"vjp({_fn_name(f)})"
+    req = _Request(f, params, _argnums_all(argnums, len(params)), method, h, what)
+    cts = _split_cotangents(cotangents, req.out_specs)
+    if len(cts) != len(req.out_specs):
+        raise CompileError(
+            f"{what}: got {len(cts)} cotangent(s) for {len(req.out_specs)} result(s) of {req.name}"
+        )
+    for k, (ct, spec) in enumerate(zip(cts, req.out_specs, strict=True)):
+        shape = _shape_of(ct)
+        if tuple(shape) != spec.shape:
+            raise CompileError(
+                f"{what}: cotangent {k} has shape {tuple(shape)}, but result {k} has shape "
+                f"{spec.shape}"
+            )
+    if req.method == "fd":
+        outs, blocks = req.jacobian_blocks()
+        flat_ct = np.concatenate([cast_tracer(as_tracer(c), FLOAT).elems.reshape(-1) for c in cts])
+        vjps = []
+        for blk, i in zip(blocks, req.diff, strict=True):
+            prod = np.tensordot(flat_ct, blk.elems, axes=1)
+            vjps.append(Tracer(np.asarray(prod, dtype=object).reshape(req.in_spec(i).shape), FLOAT))
+    else:
+        outs, vjps = req.enzyme_vjp(cts)
+    return req.outputs(outs), req.per_arg(vjps)
+
+
+def jvp(
+    f: Callable,
+    params: Any,
+    tangents: Any,
+    *,
+    method: Any = None,
+    h: Any = None,
+    argnums: Any = None,
+) -> tuple[Any, Any]:
+    """`(f(*params), jvps)`: the Jacobian-vector products of `f` at `params` with
+    `tangents` (one per differentiated argument; argnums: default all), one per result."""
+    _outside_qjit("jvp")
+    params = _params(params)
+    what = f"jvp({_fn_name(f)})"
+    req = _Request(f, params, _argnums_all(argnums, len(params)), method, h, what)
+    tans = _params(tangents)
+    if len(tans) != len(req.argnums):
+        raise CompileError(
+            f"{what}: got {len(tans)} tangent(s) for {len(req.argnums)} differentiated argument(s)"
+        )
+    flat_tans: list[Any] = []
+    for n, t in zip(req.argnums, tans, strict=True):
+        leaves, _ = pytree.flatten(t, is_leaf=_is_leaf)
+        if len(leaves) != len(req.arg_ranges[n]):
+            raise CompileError(f"{what}: the tangent of argument {n} does not match its structure")
+        flat_tans += leaves
+    outs, blocks = req.jacobian_blocks()
+    rows = sum(req.out_sizes)
+    total = np.empty((rows,), dtype=object)
+    first = True
+    for blk, i, t in zip(blocks, req.diff, flat_tans, strict=True):
+        tt = cast_tracer(as_tracer(t), FLOAT)
+        if tt.shape != req.in_spec(i).shape:
+            raise CompileError(
+                f"{what}: a tangent has shape {tt.shape}, but its argument has shape "
+                f"{req.in_spec(i).shape}"
+            )
+        n = int(np.prod(tt.shape, dtype=np.int64))
+        prod = np.dot(blk.elems.reshape(rows, n), tt.elems.reshape(n))
+        total = prod if first else total + prod
+        first = False
+    if first:  # nothing differentiated
+        total = np.array([const_scalar(0.0, FLOAT) for _ in range(rows)], dtype=object)
+    jvps, start = [], 0
+    for spec, n in zip(req.out_specs, req.out_sizes, strict=True):
+        part = np.asarray(total[start : start + n], dtype=object).reshape(spec.shape)
+        jvps.append(Tracer(part, FLOAT))
+        start += n
+    return req.outputs(outs), req.outputs(jvps)
+
+
+__all__ = ["grad", "jacobian", "jvp", "value_and_grad", "vjp"]
