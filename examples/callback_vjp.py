@@ -40,9 +40,15 @@ dev = qml.device("lightning.qubit", wires=1)
 
 
 @qml.qnode(dev, diff_method="adjoint")
-def variational_energy(theta, a, b):
+def pauli_expectations(theta):
     qml.RY(theta, wires=0)
-    return qml.expval(a * qml.PauliZ(0) + b * qml.PauliX(0))
+    return qml.expval(qml.PauliZ(0)), qml.expval(qml.PauliX(0))
+
+
+def variational_energy(theta, a, b):
+    """<H(a, b)> in the state RY(theta)|0>, the terms weighted in classical code."""
+    z, x = pauli_expectations(theta)
+    return a * z + b * x
 
 
 def gap(theta, a, b):

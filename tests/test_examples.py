@@ -59,3 +59,9 @@ def test_vqe_main_reaches_the_ground_state(capfd):
     assert error < 1e-6
     out = capfd.readouterr().out
     assert "exact ground" in out and "compile time" in out
+
+
+def test_callback_example_matches_finite_differences(capfd):
+    example = load("callback_vjp")
+    assert example.main() < 1e-7
+    assert "custom VJP" in capfd.readouterr().out

@@ -83,6 +83,9 @@ class QuantumScope:
     queues: list[qml.queuing.AnnotatedQueue] = field(default_factory=list)
     max_wire: int = -1
     has_mcm: bool = False  # a mid-circuit measurement was emitted (not differentiable)
+    # Matrices and Hamiltonian coefficients computed from the circuit's arguments: the
+    # gradient passes treat them as constants, so a circuit with any cannot be differentiated.
+    traced_constants: list[str] = field(default_factory=list)
 
     # -- wires -----------------------------------------------------------------------
     def wire(self, label: Any) -> SSAValue:
@@ -148,6 +151,8 @@ class QuantumScope:
         target = [self.wire(w) for w in op.wires]
         common = {"adjoint": adjoint, "ctrl_values": list(ctrl[1])}
         if name == "QubitUnitary":
+            if _depends_on_arguments(op.parameters[0]):
+                self.traced_constants.append(f"the matrix of QubitUnitary on wires {op.wires}")
             matrix = _complex_matrix_memref(op.parameters[0])
             attrs = quantum_attrs(num_wires=len(target), **common)
             b.insert(generic_op("quantum.unitary", [matrix, *target, *ctrl_wires], [], attrs))
@@ -176,6 +181,8 @@ class QuantumScope:
                 generic_op("quantum.obs_named", [self.wire(obs.wires[0])], [obs_type], attrs)
             )
         if obs.name == "Hermitian":
+            if _depends_on_arguments(obs.parameters[0]):
+                self.traced_constants.append(f"the matrix of the Hermitian observable {obs}")
             matrix = _complex_matrix_memref(obs.parameters[0])
             wires = [self.wire(w) for w in obs.wires]
             return b.res(generic_op("quantum.obs_hermitian", [matrix, *wires], [obs_type]))
@@ -188,6 +195,8 @@ class QuantumScope:
                 raise CompileError(
                     f"observable {obs} has complex coefficients (it is not Hermitian)"
                 )
+            if any(_depends_on_arguments(c) for c in coeffs):
+                self.traced_constants.append(f"the coefficients of the observable {obs}")
             ctx = context.current()
             buf = ctx.hoisted_alloc(memref_type((len(coeffs),), FLOAT), heap=False)
             for i, c in enumerate(coeffs):
@@ -398,6 +407,17 @@ def _traced_cells(fn: Any) -> list[Any]:
     return cells
 
 
+def _depends_on_arguments(x: Any) -> bool:
+    """Whether a traced value is not a compile-time constant."""
+    if isinstance(x, Scalar):
+        return x.const is None
+    if isinstance(x, Tracer):
+        return x._elems is None or any(_depends_on_arguments(e) for e in x._elems.flat)
+    if isinstance(x, np.ndarray) and x.dtype == object:
+        return any(_depends_on_arguments(e) for e in x.flat)
+    return False
+
+
 def _is_dynamic(x: Any) -> bool:
     return isinstance(x, Tracer | Scalar) or (isinstance(x, np.ndarray) and x.dtype == object)
 
@@ -485,7 +505,7 @@ def _emit_qnode_function(
     fn = func.FuncOp(name, ([*in_types, *out_types], []), Region(block))
     fn.attributes["cofactor.qnode"] = UnitAttr()
     user_method = getattr(qnode, "diff_method", "best")
-    info = QNodeInfo(name, user_method, kinds, scope.has_mcm)
+    info = QNodeInfo(name, user_method, kinds, scope.has_mcm, scope.traced_constants)
     ctx.qnode_info[name] = info
     fn.attributes["cofactor.diff_method"] = StringAttr(info.diff_method)
     fn.attributes["cofactor.num_inputs"] = IntegerAttr(len(in_types), i64)
@@ -522,6 +542,7 @@ class QNodeInfo:
     user_method: Any  # the QNode's diff_method as given to PennyLane
     kinds: list[str]  # per output: expval, var, probs, state, sample, counts, classical
     has_mcm: bool
+    traced_constants: list[str] = field(default_factory=list)
 
     @property
     def diff_method(self) -> str:
@@ -567,6 +588,13 @@ def check_differentiable(info: QNodeInfo) -> None:
         raise DifferentiableCompileError(
             f"mid-circuit measurements cannot be differentiated with the adjoint or "
             f'parameter-shift method {where}; differentiate with method="fd" instead'
+        )
+    if info.traced_constants:
+        raise DifferentiableCompileError(
+            f"{info.traced_constants[0]} {where} is computed from the circuit's arguments, and "
+            "cofactor's gradients cannot differentiate through it yet: measure the terms "
+            "separately (e.g. return qml.expval(qml.Z(0)), qml.expval(qml.X(0))) and weight "
+            'them outside the QNode, or differentiate with method="fd"'
         )
     if info.diff_method == "adjoint" and any(k != "expval" for k in info.kinds):
         others = sorted({k for k in info.kinds if k != "expval"})

@@ -15,6 +15,8 @@ programs; large arrays (state vectors) stay in memrefs unless their elements are
 
 from __future__ import annotations
 
+import functools
+import numbers
 from typing import Any
 
 import numpy as np
@@ -449,6 +451,46 @@ def load_elements(
     finally:
         b.pop()
     return out
+
+
+def _is_foreign(other: Any) -> bool:
+    """Whether `other` is no number or array: a PennyLane operator, say."""
+    return not isinstance(
+        other, Tracer | Scalar | numbers.Number | np.ndarray | np.generic | list | tuple
+    )
+
+
+def _deferring(method: Any) -> Any:
+    """An arithmetic operator that returns NotImplemented for foreign operands, so that
+    Python asks the other side: `a * qml.PauliZ(0)` with a traced `a` is the operator's
+    `__rmul__`, building an observable with a traced coefficient."""
+
+    @functools.wraps(method)
+    def operator(self: Any, other: Any) -> Any:
+        if _is_foreign(other):
+            return _with_pennylane_operator(method.__name__, self, other)
+        return method(self, other)
+
+    return operator
+
+
+def _with_pennylane_operator(name: str, scalar: Any, other: Any) -> Any:
+    """`traced * op` (and `op * traced`, `op / traced`): PennyLane's operator arithmetic
+    only accepts the tensor types it knows, so build the scaled operator here."""
+    import pennylane as qml
+
+    if not isinstance(other, qml.operation.Operator):
+        return NotImplemented
+    if name in ("__mul__", "__rmul__"):
+        return qml.s_prod(scalar, other, lazy=False)
+    return NotImplemented
+
+
+_ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul")
+for _name in (f"__{p}{op}__" for op in _ARITHMETIC for p in ("", "r")):
+    setattr(Tracer, _name, _deferring(getattr(NDArrayOperatorsMixin, _name)))
+    if hasattr(Scalar, _name):
+        setattr(Scalar, _name, _deferring(getattr(Scalar, _name)))
 
 
 def _register_with_autoray() -> None:
