@@ -1075,15 +1075,29 @@ def test_tape_round_trip(runtime):
 def test_tape_misuse_reports_a_status(runtime):
     buf = np.zeros(2)
     tape = runtime.cf_rt_tape_save(0, buf.ctypes.data, buf.nbytes)
+
+    def fails_with(message: str) -> bool:
+        # each misuse is also recorded in the error slot, for the caller to raise
+        rt = runtime_library()
+        text = rt.cf_rt_error_message().decode()
+        rt.cf_rt_clear_error()
+        return message in text
+
     assert runtime.cf_rt_tape_load(tape, 0, buf.ctypes.data, 8) != 0  # wrong size
+    assert fails_with("size mismatch")
     assert runtime.cf_rt_tape_load(tape, 5, buf.ctypes.data, buf.nbytes) != 0  # no buffer 5
+    assert fails_with("no such tape entry")
     assert runtime.cf_rt_tape_free(tape) == 0
     assert runtime.cf_rt_tape_load(tape, 0, buf.ctypes.data, buf.nbytes) != 0  # freed
+    assert fails_with("no such tape entry")
     assert runtime.cf_rt_tape_free(tape) != 0  # twice
     assert runtime.cf_rt_tape_save(987654321, buf.ctypes.data, buf.nbytes) == -1  # unknown
+    assert fails_with("unknown tape")
     assert runtime.cf_rt_tape_free(0) == 0 and runtime.cf_rt_tape_free(-1) == 0
 
 
 def test_callback_without_trampoline_reports_not_supported(runtime):
     runtime.cf_rt_set_callback_trampoline(None)
     assert runtime.cf_rt_callback(1, 0, 0, None) == 5  # CF_ERR_NOT_SUPPORTED
+    assert b"no Python callback trampoline" in runtime_library().cf_rt_error_message()
+    runtime_library().cf_rt_clear_error()

@@ -238,6 +238,10 @@ void cf_rt_clear_error(void) {
     ctx.errorMessage.clear();
 }
 
+void cf_rt_report_error(int64_t code, const char *message) {
+    setError(code == CF_OK ? int64_t(CF_ERR_INTERNAL) : code, message ? message : "unknown error");
+}
+
 // ---- device lifecycle ------------------------------------------------------------------
 int64_t cf_rt_device_acquire(int64_t num_qubits, int64_t shots, int64_t seed) {
     if (ctx.errorCode != CF_OK) return ctx.errorCode;

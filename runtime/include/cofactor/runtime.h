@@ -46,6 +46,9 @@ enum cf_status {
 int64_t cf_rt_error_code(void);
 const char *cf_rt_error_message(void);
 void cf_rt_clear_error(void);
+/* Records an error in the slot (kept only if none is pending), for the parts of the
+ * runtime outside the simulator (tapes, callbacks) and for callers. */
+void cf_rt_report_error(int64_t code, const char *message);
 
 /* ---- device lifecycle --------------------------------------------------------------- */
 /* shots == 0: analytic. seed < 0: seed from the system's entropy. Returns a status. */
