@@ -18,6 +18,7 @@ import pytest
 
 from cofactor import compiler, toolchain
 from cofactor.errors import CompileError, ToolchainNotFoundError
+from cofactor.launcher import descriptor_type
 
 TOL = 1e-12
 
@@ -59,22 +60,10 @@ def build(opt, mlir_text: str, name: str, tmp_path, c_source: str | None = None)
     return ctypes.CDLL(str(lib.so_path)), lib
 
 
-_DESCRIPTOR_TYPES: dict[int, type] = {}
-
-
 def descriptor(array: np.ndarray) -> ctypes.Structure:
     """An MLIR memref descriptor viewing `array` (which must stay alive)."""
     rank = array.ndim
-    if rank not in _DESCRIPTOR_TYPES:
-        fields = [
-            ("allocated", ctypes.c_void_p),
-            ("aligned", ctypes.c_void_p),
-            ("offset", ctypes.c_int64),
-        ]
-        if rank:
-            fields += [("sizes", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
-        _DESCRIPTOR_TYPES[rank] = type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": fields})
-    desc = _DESCRIPTOR_TYPES[rank]()
+    desc = descriptor_type(rank)()
     desc.allocated = desc.aligned = array.ctypes.data
     desc.offset = 0
     for k in range(rank):

@@ -2,11 +2,15 @@
 
 #include "GradientUtils.h"
 
+#include "cofactor/Gradient/Attributes.h"
+#include "cofactor/Gradient/GradientOps.h"
+
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/Arithmetic/IR/Arithmetic.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 
@@ -118,4 +122,27 @@ func::FuncOp cofactor::getOrDeclare(ModuleOp module, StringRef name,
   auto fn = b.create<func::FuncOp>(module.getLoc(), name, type);
   fn.setPrivate();
   return fn;
+}
+
+llvm::SmallVector<mlir::func::FuncOp>
+cofactor::differentiatedFunctions(mlir::ModuleOp module, mlir::SymbolTable &symbols) {
+  llvm::SetVector<func::FuncOp> reached;
+  module.walk([&](gradient::VJPOp op) {
+    if (auto fn = symbols.lookup<func::FuncOp>(op.getCallee()))
+      reached.insert(fn);
+  });
+  for (size_t k = 0; k < reached.size(); ++k) {
+    func::FuncOp fn = reached[k];
+    if (fn->hasAttr(attr::kCustomGradient) || fn->hasAttr(attr::kVJP))
+      continue;
+    fn.walk([&](func::CallOp call) {
+      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
+        reached.insert(callee);
+    });
+  }
+  SmallVector<func::FuncOp> result;
+  for (func::FuncOp fn : reached.getArrayRef())
+    if (!fn->hasAttr(attr::kCustomGradient) && !fn->hasAttr(attr::kVJP))
+      result.push_back(fn);
+  return result;
 }

@@ -44,6 +44,12 @@ mlir::func::FuncOp getOrDeclare(mlir::ModuleOp module, llvm::StringRef name,
 /// Whether the gradient passes can handle values of this type: memrefs with the
 /// identity layout (contiguous, offset 0), as the frontend emits.
 bool isSupportedMemRef(mlir::Type type);
+
+/// The functions Enzyme differentiates: the callees of `gradient.vjp` ops and
+/// their callees, without descending into functions that have a custom
+/// gradient (which are not in the result either).
+llvm::SmallVector<mlir::func::FuncOp>
+differentiatedFunctions(mlir::ModuleOp module, mlir::SymbolTable &symbols);
 /// `!llvm.ptr<i8>`.
 mlir::Type getVoidPtrType(mlir::MLIRContext *ctx);
 

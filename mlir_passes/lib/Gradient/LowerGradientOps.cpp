@@ -46,30 +46,6 @@ using namespace cofactor;
 
 namespace {
 
-/// The functions Enzyme differentiates: the vjp callees and their callees,
-/// without descending into functions that have a custom gradient.
-SmallVector<func::FuncOp> differentiatedFunctions(ModuleOp module,
-                                                  SymbolTable &symbols) {
-  llvm::SetVector<func::FuncOp> reached;
-  module.walk([&](gradient::VJPOp op) {
-    if (auto fn = symbols.lookup<func::FuncOp>(op.getCallee()))
-      reached.insert(fn);
-  });
-  for (size_t k = 0; k < reached.size(); ++k) {
-    func::FuncOp fn = reached[k];
-    if (fn->hasAttr(attr::kCustomGradient) || fn->hasAttr(attr::kVJP))
-      continue;
-    fn.walk([&](func::CallOp call) {
-      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
-        reached.insert(callee);
-    });
-  }
-  SmallVector<func::FuncOp> result;
-  for (func::FuncOp fn : reached.getArrayRef())
-    if (!fn->hasAttr(attr::kCustomGradient) && !fn->hasAttr(attr::kVJP))
-      result.push_back(fn);
-  return result;
-}
 
 /// The function to hand to __enzyme_autodiff for `callee`. A callee with a
 /// custom gradient (e.g. a Python callback differentiated directly) is wrapped

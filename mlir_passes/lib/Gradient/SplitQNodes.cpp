@@ -554,22 +554,8 @@ struct SplitQNodesPass
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
     // QNodes reachable from a vjp callee, through calls.
-    llvm::SetVector<func::FuncOp> reached;
-    module.walk([&](gradient::VJPOp op) {
-      if (auto fn = symbols.lookup<func::FuncOp>(op.getCallee()))
-        reached.insert(fn);
-    });
-    for (size_t k = 0; k < reached.size(); ++k) {
-      func::FuncOp fn = reached[k];
-      if (fn->hasAttr(attr::kVJP) || fn->hasAttr(attr::kCustomGradient))
-        continue;
-      fn.walk([&](func::CallOp call) {
-        if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
-          reached.insert(callee);
-      });
-    }
     QNodeSplitter splitter(module, symbols);
-    for (func::FuncOp fn : reached.getArrayRef())
+    for (func::FuncOp fn : differentiatedFunctions(module, symbols))
       if (fn->hasAttr(attr::kQNode) && failed(splitter.split(fn)))
         return signalPassFailure();
   }
