@@ -227,6 +227,70 @@ Observable basisProjector(const std::vector<int64_t> &wires, uint64_t b) {
     return Observable{{std::move(term)}};
 }
 
+// Re-executes the recorded tape from |0...0> with parameter `param` shifted by `shift`.
+void replayShifted(QuantumDevice &dev, int64_t param, double shift) {
+    dev.resetState();
+    for (const Operation &op : ctx.tape) {
+        if (op.kind == Operation::Kind::Measure) {
+            dev.measure(op.wires[0], op.reset, op.postselect);
+        } else if (op.firstParam >= 0 && param >= op.firstParam &&
+                   param < op.firstParam + int64_t(op.params.size())) {
+            Operation shifted = op;
+            shifted.params[size_t(param - op.firstParam)] += shift;
+            dev.apply(shifted);
+        } else {
+            dev.apply(op);
+        }
+    }
+}
+
+// What both recorded-Jacobian methods require of the recording.
+void checkRecordedJacobian(const double *jac, int64_t numResults, int64_t numParams) {
+    if (!ctx.tapeStarted)
+        fail(CF_ERR_INVALID_ARGUMENT, "no tape recorded (call cf_rt_tape_start before the gates)");
+    if (ctx.recording) fail(CF_ERR_INVALID_ARGUMENT, "stop the tape (cf_rt_tape_stop) first");
+    if (!ctx.recordedUndifferentiable.empty())
+        fail(CF_ERR_NOT_SUPPORTED, ctx.recordedUndifferentiable,
+             " was measured while recording: only expval and probs are differentiable");
+    for (const Operation &op : ctx.tape)
+        if (op.kind == Operation::Kind::Measure)
+            fail(CF_ERR_NOT_SUPPORTED, "the recorded circuit has a mid-circuit measurement, "
+                                       "which cannot be differentiated by replaying it");
+    if (numResults != int64_t(ctx.recordedResults.size()) || numParams != ctx.tapeParams)
+        fail(CF_ERR_INVALID_ARGUMENT, "jacobian of ", numResults, " results x ", numParams,
+             " parameters asked, but ", ctx.recordedResults.size(), " results and ",
+             ctx.tapeParams, " parameters were recorded");
+    if (numResults > 0 && numParams > 0 && !jac)
+        fail(CF_ERR_INVALID_ARGUMENT, "null jacobian output");
+}
+
+struct ShiftTerm {
+    double shift, coeff; // d f = sum coeff * (f(theta + shift) - f(theta - shift))
+};
+
+// The parameter-shift rule of a recorded gate parameter. Every gate of gates.def has
+// generator eigenvalue gaps within {1/2, 1}, for which the four-term rule is exact; the
+// gates whose gaps are exactly {1} (single Pauli rotations and phases, uncontrolled) need
+// only the two-term rule.
+std::vector<ShiftTerm> shiftRule(const Operation &op) {
+    constexpr double kPi = 3.14159265358979323846;
+    static const std::vector<ShiftTerm> twoTerm{{kPi / 2, 0.5}};
+    static const std::vector<ShiftTerm> fourTerm{
+        {kPi / 2, (std::sqrt(2.0) + 1) / (4 * std::sqrt(2.0))},
+        {3 * kPi / 2, -(std::sqrt(2.0) - 1) / (4 * std::sqrt(2.0))}};
+    if (!op.ctrlWires.empty()) return fourTerm;
+    if (op.kind == Operation::Kind::PauliRot) return twoTerm;
+    switch (op.gateId) {
+    case CF_GATE_RX: case CF_GATE_RY: case CF_GATE_RZ: case CF_GATE_PhaseShift:
+    case CF_GATE_Rot: case CF_GATE_U1: case CF_GATE_U2: case CF_GATE_U3:
+    case CF_GATE_IsingXX: case CF_GATE_IsingYY: case CF_GATE_IsingZZ:
+    case CF_GATE_MultiRZ: case CF_GATE_ControlledPhaseShift:
+        return twoTerm;
+    default:
+        return fourTerm;
+    }
+}
+
 } // namespace
 
 extern "C" {
@@ -520,25 +584,39 @@ void cf_rt_adjoint_jacobian(const int64_t *obs, int64_t num_obs, double *jac) {
 void cf_rt_jacobian_recorded(double *jac, int64_t num_results, int64_t num_params) {
     guardedVoid("cf_rt_jacobian_recorded", [&] {
         QuantumDevice &dev = device();
-        if (!ctx.tapeStarted)
-            fail(CF_ERR_INVALID_ARGUMENT, "no tape recorded (call cf_rt_tape_start before the gates)");
-        if (!ctx.recordedUndifferentiable.empty())
-            fail(CF_ERR_NOT_SUPPORTED, ctx.recordedUndifferentiable,
-                 " was measured while recording: only expval and probs are differentiable");
-        for (const Operation &op : ctx.tape)
-            if (op.kind == Operation::Kind::Measure)
-                fail(CF_ERR_NOT_SUPPORTED, "the recorded circuit has a mid-circuit measurement, "
-                                           "which the adjoint method cannot differentiate");
-        if (num_results != int64_t(ctx.recordedResults.size()) || num_params != ctx.tapeParams)
-            fail(CF_ERR_INVALID_ARGUMENT, "jacobian of ", num_results, " results x ", num_params,
-                 " parameters asked, but ", ctx.recordedResults.size(), " results and ",
-                 ctx.tapeParams, " parameters were recorded");
-        if (num_results > 0 && num_params > 0 && !jac)
-            fail(CF_ERR_INVALID_ARGUMENT, "null jacobian output");
+        checkRecordedJacobian(jac, num_results, num_params);
         std::vector<const Observable *> list;
         list.reserve(ctx.recordedResults.size());
         for (const Observable &o : ctx.recordedResults) list.push_back(&o);
         dev.adjointJacobian(ctx.tape, ctx.tapeParams, list, jac);
+    });
+}
+
+void cf_rt_jacobian_recorded_shift(double *jac, int64_t num_results, int64_t num_params) {
+    guardedVoid("cf_rt_jacobian_recorded_shift", [&] {
+        QuantumDevice &dev = device();
+        checkRecordedJacobian(jac, num_results, num_params);
+        const size_t rows = size_t(num_results);
+        std::vector<const Operation *> owner(size_t(num_params), nullptr);
+        for (const Operation &op : ctx.tape)
+            for (size_t k = 0; op.firstParam >= 0 && k < op.params.size(); ++k)
+                owner[size_t(op.firstParam) + k] = &op;
+        std::vector<double> plus(rows), minus(rows);
+        auto measure = [&](std::vector<double> &out) {
+            for (size_t r = 0; r < rows; ++r) out[r] = dev.expval(ctx.recordedResults[r]);
+        };
+        for (int64_t p = 0; p < num_params; ++p) {
+            for (size_t r = 0; r < rows; ++r) jac[r * size_t(num_params) + size_t(p)] = 0.0;
+            for (const ShiftTerm &term : shiftRule(*owner[size_t(p)])) {
+                replayShifted(dev, p, term.shift);
+                measure(plus);
+                replayShifted(dev, p, -term.shift);
+                measure(minus);
+                for (size_t r = 0; r < rows; ++r)
+                    jac[r * size_t(num_params) + size_t(p)] += term.coeff * (plus[r] - minus[r]);
+            }
+        }
+        replayShifted(dev, 0, 0.0); // leave the unshifted final state
     });
 }
 
@@ -550,19 +628,7 @@ void cf_rt_tape_replay_shifted(int64_t param_index, double shift) {
         if (param_index < 0 || param_index >= ctx.tapeParams)
             fail(CF_ERR_INVALID_ARGUMENT, "parameter index ", param_index, " out of range (the tape has ",
                  ctx.tapeParams, " parameters)");
-        dev.resetState();
-        for (const Operation &op : ctx.tape) {
-            if (op.kind == Operation::Kind::Measure) {
-                dev.measure(op.wires[0], op.reset, op.postselect);
-            } else if (op.firstParam >= 0 && param_index >= op.firstParam &&
-                       param_index < op.firstParam + int64_t(op.params.size())) {
-                Operation shifted = op;
-                shifted.params[size_t(param_index - op.firstParam)] += shift;
-                dev.apply(shifted);
-            } else {
-                dev.apply(op);
-            }
-        }
+        replayShifted(dev, param_index, shift);
     });
 }
 

@@ -723,3 +723,37 @@ def test_qnode_gradients_and_loops(jacobian_recorded):  # CATALYST_NOTES 5.19
         expected = expected + 0.2 * np.sin(expected)
     assert descended == pytest.approx(expected, abs=TOL)
     assert g == pytest.approx(sum(-(i + 1) * np.sin(x * (i + 1)) for i in range(3)), abs=TOL)
+
+
+def test_parameter_shift_and_adjoint_qnodes_agree_and_shots_sample_the_gradient():
+    def make(diff_method, shots=None):
+        dev = qml.device("lightning.qubit", wires=3)
+
+        @qml.set_shots(shots)
+        @qml.qnode(dev, diff_method=diff_method)
+        def circuit(x):
+            qml.RX(x[0], wires=0)
+            qml.CRY(x[1], wires=[0, 1])
+            qml.IsingXY(x[0] * x[1], wires=[1, 2])
+            qml.ctrl(qml.RZ, control=2)(x[1], wires=0)
+            return qml.expval(qml.PauliZ(0) @ qml.PauliX(1)), qml.probs(wires=[2])
+
+        def cost(x):
+            e, p = circuit(x)
+            return e + 2.0 * p[1]
+
+        return qjit(grad(cost)), cost
+
+    x = np.array([0.7, -1.1])
+    adjoint_grad, _ = make("best")  # probs: "best" picks parameter-shift
+    shift_grad, cost = make("parameter-shift")
+    xp = qml.numpy.array(x, requires_grad=True)
+    reference = qml.grad(lambda v: cost(v))(xp)
+    np.testing.assert_allclose(shift_grad(x), reference, atol=1e-10)
+    np.testing.assert_allclose(adjoint_grad(x), reference, atol=1e-10)
+
+    sampled, _ = make("parameter-shift", shots=40000)
+    g = sampled(x)
+    # each entry is a sum of a few (four-term) shift differences of means of bounded
+    # samples: a loose 0.1 bound fails by chance far less often than one in a million
+    assert np.all(np.abs(g - reference) < 0.1) and not np.allclose(g, reference, atol=1e-9)

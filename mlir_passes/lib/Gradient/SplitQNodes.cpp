@@ -19,7 +19,9 @@
 //   right after each `quantum.device_acquire`) that asks the runtime for the
 //   Jacobian of every recorded measurement result with respect to every
 //   recorded gate parameter (`cf_rt_tape_stop` then
-//   `cf_rt_jacobian_recorded(jac, R, P)` before each `quantum.device_release`,
+//   `cf_rt_jacobian_recorded(jac, R, P)` -- the adjoint method; with
+//   `diff_method = "parameter-shift"` `cf_rt_jacobian_recorded_shift` -- before
+//   each `quantum.device_release`,
 //   or before returning if the circuit releases nothing). R is the number of
 //   f64 elements over all outputs: the outputs hold the measurement results in
 //   measurement order.
@@ -253,7 +255,7 @@ private:
   func::FuncOp emitParamCount(func::FuncOp qnode, unsigned numInputs);
   func::FuncOp emitQuantum(func::FuncOp qnode, unsigned numInputs);
   func::FuncOp emitJacobian(func::FuncOp quantum, unsigned numInputs,
-                            int64_t numResults);
+                            int64_t numResults, StringRef runtimeJacobian);
   func::FuncOp emitVJP(func::FuncOp quantum, func::FuncOp jacobian,
                        unsigned numInputs, int64_t numResults);
   void emitPreprocessing(func::FuncOp qnode, unsigned numInputs,
@@ -322,7 +324,8 @@ func::FuncOp QNodeSplitter::emitQuantum(func::FuncOp qnode,
 
 func::FuncOp QNodeSplitter::emitJacobian(func::FuncOp quantum,
                                          unsigned numInputs,
-                                         int64_t numResults) {
+                                         int64_t numResults,
+                                         StringRef runtimeJacobian) {
   // (ins..., params, outs...) -> (ins..., params, jac, outs...)
   func::FuncOp fn = cloneAs(quantum, ".jac");
   fn->removeAttr(attr::kNumInputs);
@@ -338,7 +341,7 @@ func::FuncOp QNodeSplitter::emitJacobian(func::FuncOp quantum,
   auto tapeStop =
       getOrDeclare(module, "cf_rt_tape_stop", FunctionType::get(ctx, {}, {}));
   auto jacobian =
-      getOrDeclare(module, "cf_rt_jacobian_recorded",
+      getOrDeclare(module, runtimeJacobian,
                    FunctionType::get(ctx, {getVoidPtrType(ctx), i64, i64}, {}));
   auto askJacobian = [&](OpBuilder &b, Location loc) {
     Value numParams = b.create<arith::IndexCastOp>(
@@ -528,7 +531,14 @@ LogicalResult QNodeSplitter::split(func::FuncOp qnode) {
 
   func::FuncOp pcount = emitParamCount(qnode, numInputs);
   func::FuncOp quantum = emitQuantum(qnode, numInputs);
-  func::FuncOp jacobian = emitJacobian(quantum, numInputs, numResults);
+  // The adjoint method by default ("adjoint", "best"); parameter-shift replays the
+  // circuit with shifted parameters (sampled when the device has shots).
+  StringRef runtimeJacobian =
+      method && method.getValue() == "parameter-shift"
+          ? "cf_rt_jacobian_recorded_shift"
+          : "cf_rt_jacobian_recorded";
+  func::FuncOp jacobian =
+      emitJacobian(quantum, numInputs, numResults, runtimeJacobian);
   func::FuncOp vjp = emitVJP(quantum, jacobian, numInputs, numResults);
   quantum->setAttr(attr::kVJP, FlatSymbolRefAttr::get(vjp));
   emitPreprocessing(qnode, numInputs, pcount, quantum);

@@ -124,6 +124,14 @@ void cf_rt_adjoint_jacobian(const int64_t *obs, int64_t num_obs, double *jac);
  * shots). Call it after cf_rt_tape_stop and before the device is released. It is an error
  * when var, state or a mid-circuit measurement was recorded, or the sizes differ. */
 void cf_rt_jacobian_recorded(double *jac, int64_t num_results, int64_t num_params);
+/* The same Jacobian by the parameter-shift rule: for each parameter, the tape is replayed
+ * with that parameter shifted and the recorded results measured again (sampled, when the
+ * device has shots, as PennyLane does). Gates whose generator has the eigenvalue gaps {1}
+ * use the two-term rule (shifts +-pi/2), every other gate (controlled rotations,
+ * excitations, IsingXY, anything with control wires) the four-term rule (+-pi/2, +-3pi/2),
+ * which is exact for gaps in {1/2, 1}: every gate of gates.def. The device is left in the
+ * unshifted final state. */
+void cf_rt_jacobian_recorded_shift(double *jac, int64_t num_results, int64_t num_params);
 /* Re-executes the recorded tape from |0...0> with parameter `param_index` shifted by
  * `shift` (all parameters as recorded otherwise), leaving the device in the final state so
  * that measurements can follow. Used for parameter-shift. */
