@@ -54,9 +54,7 @@ def build(opt, mlir_text: str, name: str, tmp_path, c_source: str | None = None)
         source = tmp_path / f"{name}_impl.c"
         source.write_text(c_source)
         link_with = (source,)
-    lib = compiler.compile_module(
-        mlir_text, name=name, cache=False, link_with=link_with
-    )
+    lib = compiler.compile_module(mlir_text, name=name, cache=False, link_with=link_with)
     return ctypes.CDLL(str(lib.so_path)), lib
 
 
@@ -853,7 +851,6 @@ def test_qnode_with_integer_inputs(cofactor_opt, tmp_path):
     np.testing.assert_allclose(dx, (yv * jac[0] + zv * jac[1])[:3], rtol=0, atol=TOL)
     np.testing.assert_array_equal(wires, [0, 1])
     assert live_tapes(so) == 0
-
 
 
 PROBS_QNODE = r"""
