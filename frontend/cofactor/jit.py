@@ -15,7 +15,6 @@ Follow one call from the top:
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import inspect
 import re
@@ -289,15 +288,10 @@ class QJIT:
 
     # -- compiling -------------------------------------------------------------------
     def _compile(self, tree: Any, specs: tuple[BufferSpec, ...], static: tuple) -> CompiledFunction:
-        from cofactor.compiler import compile_module
-
         start = time.perf_counter()
         mlir, out_tree, out_leaves, has_quantum = self._trace(tree, specs, static)
         has_callbacks = self._last_trace_had_callbacks
-        lowered = _lower_gradients(mlir)
-        library = compile_module(
-            lowered, name=self.symbol, keep_intermediate=self.keep_intermediate
-        )
+        library = _compile_module(mlir, self.symbol, self.keep_intermediate)
         if has_callbacks:
             from cofactor.api_extensions.callbacks import install_trampoline
 
@@ -390,67 +384,24 @@ class QJIT:
         return f"<cofactor.QJIT {self.__name__}, {len(self._cache)} compiled signature(s)>"
 
 
-#: the gradient passes (docs/gradients.md) around the driver's lowering
-GRADIENT_PRE_PASSES = (
-    "--cofactor-split-qnodes",
-    "--cofactor-custom-gradients",
-    "--lower-gradient-ops",
-)
-GRADIENT_POST_PASSES = ("--cofactor-emit-enzyme-glue",)
+def _compile_module(mlir: str, name: str, keep_intermediate: Any) -> Any:
+    """The driver, with the gradient passes' refusals (a differentiated function without a
+    gradient rule) raised as DifferentiableCompileError."""
+    from cofactor.compiler import compile_module
+    from cofactor.errors import DifferentiableCompileError
 
-
-def _needs_gradient_passes(mlir: str) -> bool:
-    return "gradient.vjp" in mlir or "cofactor.callback_id" in mlir
-
-
-def _lower_gradients(mlir: str) -> str:
-    """Modules with gradients or callbacks need the gradient passes. While the compiler
-    driver does not run them itself, run the whole cofactor-opt pipeline here (gradient
-    passes, the driver's lowering, the Enzyme glue); the driver's own lowering then finds
-    nothing left to do on the LLVM-dialect result."""
-    from cofactor import compiler, toolchain
-
-    if not _needs_gradient_passes(mlir):
-        return mlir
-    _check_runtime_for_gradients(mlir)
-    if "--lower-gradient-ops" in compiler.LOWERING_PASSES:
-        return mlir
-    cmd = [
-        str(toolchain.find("cofactor-opt")),
-        *GRADIENT_PRE_PASSES,
-        *compiler.LOWERING_PASSES,
-        *GRADIENT_POST_PASSES,
-    ]
     try:
-        return compiler._run("cofactor-opt", cmd, input_text=mlir)
+        return compile_module(mlir, name=name, keep_intermediate=keep_intermediate)
+    except DifferentiableCompileError:
+        raise
     except CompileError as err:
-        from cofactor.errors import DifferentiableCompileError
-
-        if err.tool_message and "differentiated" in err.tool_message:
+        if err.stage == "cofactor-opt" and "differentiated" in (err.tool_message or ""):
             raise DifferentiableCompileError(
                 "the gradient passes rejected the program",
-                stage="cofactor-opt",
+                stage=err.stage,
                 tool_message=err.tool_message,
             ) from None
         raise
-
-
-def _check_runtime_for_gradients(mlir: str) -> None:
-    """QNode gradients call `cf_rt_jacobian_recorded`; refuse to build a library whose
-    reverse pass would call a missing runtime function."""
-    if "gradient.vjp" not in mlir or "cofactor.qnode" not in mlir:
-        return
-    from cofactor.launcher import _runtime
-
-    name = "cf_rt_jacobian_recorded"
-    if not hasattr(_runtime(), name) and not hasattr(ctypes.CDLL(None), name):
-        from cofactor.errors import DifferentiableCompileError
-
-        raise DifferentiableCompileError(
-            "differentiating a QNode needs the runtime's cf_rt_jacobian_recorded, which this "
-            "build of the runtime lacks (docs/gradients.md); rebuild the runtime, or "
-            'differentiate with method="fd"'
-        )
 
 
 def qjit(

@@ -444,11 +444,11 @@ def test_qnode_gradient_ir_goes_through_the_gradient_passes():
     assert "cofactor.num_inputs = 2 : i64" in mlir
     assert '"gradient.vjp"' in mlir and "diff_inputs = [0 : i64]" in mlir
     from cofactor import compiler, toolchain
-    from cofactor.jit import GRADIENT_POST_PASSES, GRADIENT_PRE_PASSES
 
     opt = toolchain.find("cofactor-opt")
-    passes = [*GRADIENT_PRE_PASSES, *compiler.LOWERING_PASSES, *GRADIENT_POST_PASSES]
-    proc = subprocess.run([str(opt), *passes], input=mlir, capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(opt), *compiler.LOWERING_PASSES], input=mlir, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     assert "__enzyme_autodiff" in proc.stdout and "cf_rt_jacobian_recorded" in proc.stdout
 
@@ -504,100 +504,6 @@ def test_differentiation_errors():  # CATALYST_NOTES 5.17
 
 # ---------------------------------------------------------------------------------------
 # QNodes through Enzyme, with the runtime's cf_rt_jacobian_recorded (docs/gradients.md).
-# With a runtime built without it, a test double is linked into each compiled program (as
-# the pipeline tests do) that computes the Jacobian like their doubles (adjoint Jacobian of
-# the circuit's named observables, or two-term parameter shift of probs(all wires)); the
-# test says which observables the circuit measures, through a small configuration library
-# loaded RTLD_GLOBAL (its symbols are unique; the double itself is never global, so it
-# cannot interpose on other test modules' doubles).
-
-CONFIG_C = r"""
-#include <stdint.h>
-int64_t cofactor_fe_test_num_obs = 0, cofactor_fe_test_probs = 0;
-int64_t cofactor_fe_test_kinds[16], cofactor_fe_test_wires[16];
-"""
-
-JACOBIAN_DOUBLE_C = r"""
-#include <stdint.h>
-int64_t cf_rt_obs_named(int64_t kind, int64_t wire);
-void cf_rt_adjoint_jacobian(const int64_t *obs, int64_t num_obs, double *jac);
-void cf_rt_tape_replay_shifted(int64_t param_index, double shift);
-void cf_rt_probs(double *out, const int64_t *wires, int64_t num_wires);
-extern int64_t cofactor_fe_test_num_obs, cofactor_fe_test_probs;
-extern int64_t cofactor_fe_test_kinds[16], cofactor_fe_test_wires[16];
-void cf_rt_jacobian_recorded(double *jac, int64_t num_results, int64_t num_params) {
-    if (!cofactor_fe_test_probs) {
-        int64_t obs[16];
-        for (int64_t i = 0; i < cofactor_fe_test_num_obs; ++i)
-            obs[i] = cf_rt_obs_named(cofactor_fe_test_kinds[i], cofactor_fe_test_wires[i]);
-        if (num_results == cofactor_fe_test_num_obs) cf_rt_adjoint_jacobian(obs, num_results, jac);
-        return;
-    }
-    const double s = 1.5707963267948966;
-    double plus[64], minus[64];
-    if (num_results > 64) return;
-    for (int64_t p = 0; p < num_params; ++p) {
-        cf_rt_tape_replay_shifted(p, s);
-        cf_rt_probs(plus, 0, 0);
-        cf_rt_tape_replay_shifted(p, -s);
-        cf_rt_probs(minus, 0, 0);
-        for (int64_t r = 0; r < num_results; ++r)
-            jac[r * num_params + p] = 0.5 * (plus[r] - minus[r]);
-    }
-}
-"""
-
-OBS = {"PauliX": 1, "PauliY": 2, "PauliZ": 3}
-
-
-class JacobianDouble:
-    """Configures the test double (a no-op when the runtime has the real function)."""
-
-    def __init__(self, config):
-        self.config = config
-
-    def measures(self, *observables, probs=False):
-        if self.config is None:
-            return
-        import ctypes
-
-        c_int64 = ctypes.c_int64
-        c_int64.in_dll(self.config, "cofactor_fe_test_probs").value = int(probs)
-        c_int64.in_dll(self.config, "cofactor_fe_test_num_obs").value = len(observables)
-        kinds = (c_int64 * 16).in_dll(self.config, "cofactor_fe_test_kinds")
-        wires = (c_int64 * 16).in_dll(self.config, "cofactor_fe_test_wires")
-        for i, (name, wire) in enumerate(observables):
-            kinds[i], wires[i] = OBS[name], wire
-
-
-@pytest.fixture(scope="module")
-def jacobian_recorded(tmp_path_factory):
-    import ctypes
-    import functools
-
-    from cofactor import compiler, jit, toolchain
-    from cofactor.launcher import _runtime
-
-    if hasattr(_runtime(), "cf_rt_jacobian_recorded"):
-        yield JacobianDouble(None)
-        return
-    folder = tmp_path_factory.mktemp("jacobian_double")
-    config_c, config_so = folder / "config.c", folder / "libfe_test_config.so"
-    config_c.write_text(CONFIG_C)
-    cmd = [str(toolchain.find("cc")), "-shared", "-fPIC", str(config_c), "-o", str(config_so)]
-    subprocess.run(cmd, check=True, capture_output=True)
-    config = ctypes.CDLL(str(config_so), mode=ctypes.RTLD_GLOBAL)
-    double_c = folder / "jacobian_double.c"
-    double_c.write_text(JACOBIAN_DOUBLE_C)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(
-            compiler,
-            "compile_module",
-            functools.partial(compiler.compile_module, link_with=(double_c,)),
-        )
-        mp.setattr(jit, "_check_runtime_for_gradients", lambda mlir: None)
-        yield JacobianDouble(config)
-
 
 dev1 = qml.device("default.qubit", wires=1)
 
@@ -637,27 +543,23 @@ def one_wire_gradients(x):
     return grad(rx2_y_ps)(x), grad(rx2_y_adj)(x)
 
 
-def test_qnode_grad_parameter_shift_and_adjoint(jacobian_recorded):  # CATALYST_NOTES 5.10
-    jacobian_recorded.measures(("PauliY", 0))
+def test_qnode_grad_parameter_shift_and_adjoint():  # CATALYST_NOTES 5.10
     g_ps, g_adj = one_wire_gradients(1.0)
     assert g_ps == pytest.approx(-2 * np.cos(2.0), abs=TOL)  # 0.83229367
     assert g_adj == pytest.approx(-2 * np.cos(2.0), abs=TOL)
 
 
-def test_qnode_grad_with_classical_preprocessing(jacobian_recorded):  # CATALYST_NOTES 5.11
-    jacobian_recorded.measures(("PauliY", 0))
+def test_qnode_grad_with_classical_preprocessing():  # CATALYST_NOTES 5.11
     assert qjit(grad(rx_pi_y))(2.0) == pytest.approx(-np.pi, abs=TOL)
 
 
-def test_qnode_value_and_grad(jacobian_recorded):  # CATALYST_NOTES 5.12
-    jacobian_recorded.measures(("PauliZ", 0))
+def test_qnode_value_and_grad():  # CATALYST_NOTES 5.12
     value, g = qjit(value_and_grad(rx_z))(0.4)
     assert value == pytest.approx(np.cos(0.4), abs=TOL)
     assert g == pytest.approx(-np.sin(0.4), abs=TOL)
 
 
-def test_qnode_jacobian_of_probs(jacobian_recorded):  # CATALYST_NOTES 5.13
-    jacobian_recorded.measures(probs=True)
+def test_qnode_jacobian_of_probs():  # CATALYST_NOTES 5.13
     jac = qjit(jacobian(rx_probs))(0.5)
     np.testing.assert_allclose(jac, [-np.sin(0.5) / 2, np.sin(0.5) / 2], rtol=0, atol=TOL)
 
@@ -684,8 +586,7 @@ def hybrid_grad(x, s):
     )
 
 
-def test_hybrid_qnode_gradient_matches_pennylane(jacobian_recorded):
-    jacobian_recorded.measures(("PauliZ", 0), ("PauliY", 1))
+def test_hybrid_qnode_gradient_matches_pennylane():
     x, s = np.array([0.4, -0.7, 1.3]), 0.8
     gx, gs = hybrid_grad(x, s)
     ref_x, ref_s = autograd(hybrid_cost, x, s, argnum=[0, 1])
@@ -714,8 +615,7 @@ def qnode_grads_in_loops(x):
     return descend(x), grad(summed)(x)
 
 
-def test_qnode_gradients_and_loops(jacobian_recorded):  # CATALYST_NOTES 5.19
-    jacobian_recorded.measures(("PauliZ", 0))
+def test_qnode_gradients_and_loops():  # CATALYST_NOTES 5.19
     x = 0.3
     descended, g = qnode_grads_in_loops(x)
     expected = x
