@@ -170,8 +170,7 @@ build_native() {
         echo "$out" >&2
         die "C++ build failed"
     fi
-    # (TableGen steps rerun on every call and change nothing; only linking means news.)
-    if ! grep -q "Linking" <<<"$out"; then
+    if grep -q "no work to do" <<<"$out"; then
         step build "runtime and cofactor-opt up to date in ${BUILD_DIR#"$ROOT"/}/"
     else
         step build "built runtime and cofactor-opt in ${BUILD_DIR#"$ROOT"/}/"
