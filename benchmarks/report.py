@@ -165,6 +165,7 @@ def build_tables(res: dict) -> list[Table]:
             ns = sorted({int(n) for s in per.values() for n in s}, key=int)
             for n in ns:
                 t.add(f"{part}, n={n}", {s: per[s].get(str(n)) for s in per})
+        t.notes.append("gradient / own forward, per system: " + _gradient_over_forward(res["sel"]))
         tables.append(t)
     if "loop" in res:
         t = Table(
@@ -180,6 +181,21 @@ def build_tables(res: dict) -> list[Table]:
     if "gates" in res:
         tables.append(gates_table(res["gates"], res["meta"]["machine"].get("l3_bytes")))
     return tables
+
+
+def _gradient_over_forward(sel: dict) -> str:
+    """The cost of a gradient in forward passes, for each system and n."""
+    parts = []
+    for system, grads in sel.get("gradient", {}).items():
+        forwards = sel.get("forward", {}).get(system, {})
+        cells = [
+            f"n={n} {fmt_ratio(ratio(grads[n], forwards.get(n)))}"
+            for n in sorted(grads, key=int)
+            if ratio(grads[n], forwards.get(n)) is not None
+        ]
+        if cells:
+            parts.append(f"{system} " + ", ".join(cells))
+    return "; ".join(parts) or "n/a"
 
 
 def _probes(per_n: dict) -> str:
