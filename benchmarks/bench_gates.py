@@ -147,8 +147,10 @@ def bench_gates(lib, ids, sizes, repeats):
     lib.cf_rt_device_release()
 
 
-def bench_adjoint(lib, ids, n, layers=3):
-    """One forward pass + expval vs forward + adjoint Jacobian of that expval."""
+def adjoint_workload(lib, ids, n, layers=3):
+    """Layers of RX, RY and a CNOT ring on n wires, prepared for the ctypes calls; returns
+    (run_forward, run_adjoint, number of gates, number of parameters): one forward pass +
+    expval, and a recorded forward pass + the adjoint Jacobian of that expval."""
     rng = np.random.default_rng(0)
     gates = []
     for _ in range(layers):
@@ -161,17 +163,8 @@ def bench_adjoint(lib, ids, n, layers=3):
     for name, params, wires in gates:
         p = np.array(params, dtype=np.float64)
         w = np.array(wires, dtype=np.int64)
-        prepared.append(
-            (
-                ids[name][0],
-                p,
-                as_pointer(p, c_double) if len(p) else None,
-                len(p),
-                w,
-                as_pointer(w, c_int64),
-                len(w),
-            )
-        )
+        p_ptr = as_pointer(p, c_double) if len(p) else None
+        prepared.append((ids[name][0], p, p_ptr, len(p), w, as_pointer(w, c_int64), len(w)))
 
     def forward(record):
         lib.cf_rt_device_acquire(n, 0, 0)
@@ -193,7 +186,13 @@ def bench_adjoint(lib, ids, n, layers=3):
         h = ctypes.c_int64(forward(True))
         lib.cf_rt_adjoint_jacobian(ctypes.byref(h), 1, as_pointer(jac, c_double))
 
-    print(f"\nadjoint Jacobian, n={n}, {len(gates)} gates, {num_params} parameters:")
+    return run_forward, run_adjoint, len(gates), num_params
+
+
+def bench_adjoint(lib, ids, n, layers=3):
+    """One forward pass + expval vs forward + adjoint Jacobian of that expval."""
+    run_forward, run_adjoint, num_gates, num_params = adjoint_workload(lib, ids, n, layers)
+    print(f"\nadjoint Jacobian, n={n}, {num_gates} gates, {num_params} parameters:")
     set_threads = _omp_set_num_threads()
     max_threads = ctypes.CDLL("libgomp.so.1").omp_get_max_threads() if set_threads else 1
     for threads in sorted({1, max_threads}):

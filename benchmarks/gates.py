@@ -10,8 +10,8 @@ copy also reads the destination before writing it), each taken before and after 
 so the bound is the tightest one seen.
 
 Also measures, as an indication only, the runtime's adjoint Jacobian against one forward
-pass through the ctypes binding (bench_gates.bench_adjoint's circuit and calls), since the
-goal is about `cofactor.grad`, which may not be measurable yet.
+pass through the ctypes binding (bench_gates.adjoint_workload), since the
+goal is about `cofactor.grad`, measured in section 3.
 """
 
 from __future__ import annotations
@@ -112,47 +112,11 @@ def task_gates(spec: dict) -> dict:
 
 
 def _adjoint(bg, lib, ids, n: int, layers: int = 3, rounds: int = 3) -> dict:
-    """The circuit of bench_gates.bench_adjoint (layers of RX, RY and a CNOT ring): one
-    forward pass + expval against forward + adjoint Jacobian, through the ctypes binding."""
-    import ctypes
-    from ctypes import c_double, c_int64
+    """bench_gates' adjoint workload (layers of RX, RY and a CNOT ring): one forward pass +
+    expval against forward + adjoint Jacobian, through the ctypes binding."""
+    from cofactor.runtime_lib import check_error
 
-    from cofactor.runtime_lib import as_pointer, check_error
-
-    rng = np.random.default_rng(0)
-    gates = []
-    for _ in range(layers):
-        for w in range(n):
-            gates.append(("RX", [rng.uniform()], [w]))
-            gates.append(("RY", [rng.uniform()], [w]))
-        for w in range(n):
-            gates.append(("CNOT", [], [w, (w + 1) % n]))
-    prepared = []
-    for name, params, wires in gates:
-        p = np.array(params, dtype=np.float64)
-        w = np.array(wires, dtype=np.int64)
-        p_ptr = as_pointer(p, c_double) if len(p) else None
-        prepared.append((ids[name][0], p, p_ptr, len(p), w, as_pointer(w, c_int64), len(w)))
-    num_params = 2 * n * layers
-    jac = np.zeros(num_params)
-
-    def forward(record: bool) -> int:
-        lib.cf_rt_device_acquire(n, 0, 0)
-        if record:
-            lib.cf_rt_tape_start()
-        for gid, _p, pp, np_, _w, wp, nw in prepared:
-            lib.cf_rt_gate(gid, pp, np_, wp, nw, 0, None, None, 0)
-        if record:
-            lib.cf_rt_tape_stop()
-        return lib.cf_rt_obs_named(3, 0)
-
-    def run_forward() -> None:
-        lib.cf_rt_expval(forward(False))
-
-    def run_adjoint() -> None:
-        h = ctypes.c_int64(forward(True))
-        lib.cf_rt_adjoint_jacobian(ctypes.byref(h), 1, as_pointer(jac, c_double))
-
+    run_forward, run_adjoint, num_gates, num_params = bg.adjoint_workload(lib, ids, n, layers)
     try:
         fwd = [bg.best_time(run_forward, 1, rounds=1) for _ in range(rounds)]
         adj = [bg.best_time(run_adjoint, 1, rounds=1) for _ in range(rounds)]
@@ -165,5 +129,5 @@ def _adjoint(bg, lib, ids, n: int, layers: int = 3, rounds: int = 3) -> dict:
         "n": n,
         "forward_s": float(np.median(fwd)),
         "adjoint_s": float(np.median(adj)),
-        "circuit": f"{len(gates)} gates, {num_params} parameters",
+        "circuit": f"{num_gates} gates, {num_params} parameters",
     }
