@@ -54,7 +54,29 @@ def normalize_dtype(dtype: Any) -> np.dtype:
     raise CompileError(f"cofactor does not support values of dtype {dtype}")
 
 
-class Scalar:
+class _NoConcreteValue:
+    """Python conversions a traced value cannot answer while tracing (`if x:`, `float(x)`,
+    `range(x)`, ...): each raises a CompileError that points to cofactor's control flow."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        raise CompileError(_BOOL_MESSAGE.format(what="bool", where="if/while/and/or"))
+
+    def __float__(self) -> float:
+        raise CompileError(_BOOL_MESSAGE.format(what="float", where="float()"))
+
+    def __int__(self) -> int:
+        raise CompileError(_BOOL_MESSAGE.format(what="int", where="int()"))
+
+    def __index__(self) -> int:
+        raise CompileError(_BOOL_MESSAGE.format(what="int", where="an index, range() or a shape"))
+
+    def __complex__(self) -> complex:
+        raise CompileError(_BOOL_MESSAGE.format(what="complex", where="complex()"))
+
+
+class Scalar(_NoConcreteValue):
     """One traced number: an SSA value (a pair of f64 for complex) and its dtype.
 
     `const` holds the Python value when the scalar is a known constant (used to fold, e.g.
@@ -172,21 +194,6 @@ class Scalar:
 
     __hash__ = object.__hash__
 
-    def __bool__(self) -> bool:
-        raise CompileError(_BOOL_MESSAGE.format(what="bool", where="if/while/and/or"))
-
-    def __float__(self) -> float:
-        raise CompileError(_BOOL_MESSAGE.format(what="float", where="float()"))
-
-    def __int__(self) -> int:
-        raise CompileError(_BOOL_MESSAGE.format(what="int", where="int()"))
-
-    def __index__(self) -> int:
-        raise CompileError(_BOOL_MESSAGE.format(what="int", where="an index or a shape"))
-
-    def __complex__(self) -> complex:
-        raise CompileError(_BOOL_MESSAGE.format(what="complex", where="complex()"))
-
     def conjugate(self):
         return self._u(np.conjugate)
 
@@ -232,7 +239,7 @@ class _LazyMemref:
         self.anchor = anchor  # an op (load after it) or a block (load at its start)
 
 
-class Tracer(NDArrayOperatorsMixin):
+class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
     """A traced numpy array (or scalar, shape ())."""
 
     __array_priority__ = 1000
@@ -342,22 +349,6 @@ class Tracer(NDArrayOperatorsMixin):
         from cofactor.tracing.numpy_rules import setitem
 
         setitem(self, key, value)
-
-    # -- conversions that cannot happen while tracing ------------------------------------
-    def __bool__(self) -> bool:
-        raise CompileError(_BOOL_MESSAGE.format(what="bool", where="if/while/and/or"))
-
-    def __float__(self) -> float:
-        raise CompileError(_BOOL_MESSAGE.format(what="float", where="float()"))
-
-    def __int__(self) -> int:
-        raise CompileError(_BOOL_MESSAGE.format(what="int", where="int()"))
-
-    def __index__(self) -> int:
-        raise CompileError(_BOOL_MESSAGE.format(what="int", where="an index, range() or a shape"))
-
-    def __complex__(self) -> complex:
-        raise CompileError(_BOOL_MESSAGE.format(what="complex", where="complex()"))
 
     __hash__ = object.__hash__
 
