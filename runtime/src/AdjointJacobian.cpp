@@ -6,11 +6,17 @@
 //       phi    = U_k^dagger phi                       (now phi = |psi_{k-1}>)
 //       d<O>/dtheta_k = 2 Re <lambda| dU_k/dtheta_k |phi>
 //       lambda = U_k^dagger lambda
-// The middle line is one read-only pass over lambda and phi (matrixElement), so for one
-// observable a parametrised gate costs about three gate applications, a constant one two,
-// and the memory is two extra states whatever the number of parameters; each further
-// observable adds one lambda (one state, one gate application per gate, one pass per
-// parameter).
+// The three lines act on the same blocks of amplitudes (those of U_k's targets inside its
+// controlled subspace), so for a parametrised gate they are one fused sweep (adjointStep,
+// AdjointKernels.inc): per block, phi and lambda are loaded once, phi is undone, the products
+// conj(lambda_r) phi_c that the derivatives need are accumulated for all of the gate's
+// parameters at once, and lambda is undone; amplitudes outside the controlled subspace are
+// not touched. A parametrised gate then costs one read and write of two states -- about two
+// gate applications -- and the whole backward pass about two forward passes. Further
+// observables (batches of lambdas) each take the same sweep with phi read only. Constant
+// gates are two gate applications (phi, then each lambda), and PauliRot, which has no fused
+// kernel, takes the three separate passes: apply, a read-only pass per parameter, apply. The memory is two extra states
+// whatever the number of parameters, plus one lambda per further observable of a batch.
 #include <algorithm>
 #include <cstdlib>
 #include <new>
@@ -63,6 +69,30 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
             applyObservable(*obs[first + b], sv_.data(), lambda[b].data(), scratch.data(), n_);
         for (auto it = tape.rbegin(); it != tape.rend(); ++it) {
             const Operation &op = *it;
+            const bool undoLambda = it + 1 != tape.rend(); // the last step needs no lambda_0
+            auto cell = [&](size_t b, size_t j) -> double & { // d<O_{first+b}>/d(param j of op)
+                return jac[(first + b) * size_t(numParams) + size_t(op.firstParam) + j];
+            };
+            if (op.firstParam >= 0 && op.kind == Operation::Kind::Gate && op.params.size() <= 3) {
+                // the fused step: phi with the first lambda, then each further lambda
+                const Canonical c = canonicalGate(op.gateId);
+                const GateMatrix uInv = baseGateMatrix(c.base, op.params.data(),
+                                                       int(op.wires.size()) - c.builtinCtrls, !op.adjoint);
+                GateMatrix dU[3];
+                const int numDerivs = int(op.params.size());
+                for (int j = 0; j < numDerivs; ++j) dU[j] = gateDerivative(op, j);
+                const Controls ctrls = operationControls(op);
+                cplx element[3];
+                bool fused = true;
+                for (size_t b = 0; b < count && fused; ++b) {
+                    fused = adjointStep(phi.data(), lambda[b].data(), n_, uInv, dU, numDerivs,
+                                        operationTargets(op), ctrls, /*updatePhi=*/b == 0, undoLambda,
+                                        element);
+                    for (int j = 0; fused && j < numDerivs; ++j)
+                        cell(b, size_t(j)) = 2.0 * element[j].real();
+                }
+                if (fused) continue; // (the first call fails, if any, before touching a state)
+            }
             applyOperation(phi.data(), n_, op, /*inverse=*/true);
             if (op.firstParam >= 0) {
                 const Controls ctrls = operationControls(op);
@@ -80,12 +110,11 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
                             pauliRot ? innerProductControlled(lambda[b].data(), mu.data(), n_, ctrls)
                                      : matrixElement(lambda[b].data(), phi.data(), n_, dU,
                                                      operationTargets(op), ctrls);
-                        jac[(first + b) * size_t(numParams) + size_t(op.firstParam) + j] =
-                            2.0 * element.real();
+                        cell(b, j) = 2.0 * element.real();
                     }
                 }
             }
-            if (it + 1 != tape.rend())
+            if (undoLambda)
                 for (size_t b = 0; b < count; ++b)
                     applyOperation(lambda[b].data(), n_, op, /*inverse=*/true);
         }
