@@ -220,7 +220,7 @@ double varAnalytic(const Observable &obs, const cplx *sv, int n) {
         return c * c * (1.0 - e * e);
     }
     // Var = <O psi|O psi> - <psi|O psi>^2 (O Hermitian)
-    std::vector<cplx> opsi(size), scratch(obs.terms.size() > 1 ? size : 0);
+    StateBuffer opsi(size), scratch(obs.terms.size() > 1 ? size : 0);
     applyObservable(obs, sv, opsi.data(), scratch.data(), n);
     const double mean = innerProduct(sv, opsi.data(), size).real();
     return norm2(opsi.data(), size) - mean * mean;

@@ -8,8 +8,11 @@
 #include "StateVector.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <omp.h>
@@ -25,22 +28,31 @@ uint64_t ompMinAmps() {
     return threshold;
 }
 
+// CF_VECTOR_BYTES: the native vector width the chunked kernels are written for
+#define CF_VECTOR_BYTES 16
 namespace isa_base {
 #include "StateVectorKernels.inc"
+#include "AdjointKernels.inc"
 } // namespace isa_base
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CF_HAVE_X86_KERNELS 1
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,bmi2,popcnt")
+#undef CF_VECTOR_BYTES
+#define CF_VECTOR_BYTES 32
 namespace isa_avx2 {
 #include "StateVectorKernels.inc"
+#include "AdjointKernels.inc"
 } // namespace isa_avx2
 #pragma GCC pop_options
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512dq,avx512vl,avx2,fma,bmi2,popcnt")
+#undef CF_VECTOR_BYTES
+#define CF_VECTOR_BYTES 64
 namespace isa_avx512 {
 #include "StateVectorKernels.inc"
+#include "AdjointKernels.inc"
 } // namespace isa_avx512
 #pragma GCC pop_options
 #endif
@@ -102,6 +114,10 @@ double pauliExpval(const cplx *sv, uint64_t size, uint64_t xmask, uint64_t ymask
 }
 void marginalProbs(const cplx *sv, int n, const int64_t *wires, int k, double *out) {
     CF_DISPATCH(marginalProbs(sv, n, wires, k, out));
+}
+bool adjointStep(cplx *phi, cplx *lambda, int n, const GateMatrix &uInv, const GateMatrix *dU, int numDerivs,
+                 const int64_t *targets, const Controls &ctrls, bool updatePhi, bool updateLambda, cplx *elements) {
+    CF_DISPATCH(adjointStep(phi, lambda, n, uInv, dU, numDerivs, targets, ctrls, updatePhi, updateLambda, elements));
 }
 
 } // namespace cf

@@ -12,11 +12,14 @@
 // OR-ing in the control values, and the kernel body touches the 2^k amplitudes of that block
 // at precomputed offsets. Controls therefore cost nothing per gate type: every gate gets
 // any number of controls with any control values, and a controlled gate touches only the
-// amplitudes it changes.
+// amplitudes it changes. Gates of up to two targets that fix one of the last three bits
+// (whose blocks would be 1-4 amplitudes apart) take the chunked kernels instead: the state
+// as 4-amplitude vectors, with the last two bits handled by lane permutations.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <new>
 #include <vector>
 
 #include "Error.hpp"
@@ -33,6 +36,21 @@ constexpr int kMaxQubits = 64;
 inline bool parallelFor(uint64_t amps) { return amps >= ompMinAmps(); }
 
 inline int bitOf(int n, int64_t wire) { return n - 1 - int(wire); }
+
+// States live on 64-byte (cache-line) boundaries. malloc hands out large blocks 16 bytes past
+// a page boundary, so a plain std::vector<cplx> would make every 4-amplitude vector load of
+// the kernels straddle two cache lines.
+template <class T> struct CacheLineAllocator {
+    using value_type = T;
+    static constexpr std::align_val_t kAlign{64};
+    CacheLineAllocator() = default;
+    template <class U> CacheLineAllocator(const CacheLineAllocator<U> &) {}
+    T *allocate(size_t count) { return static_cast<T *>(::operator new(count * sizeof(T), kAlign)); }
+    void deallocate(T *p, size_t) { ::operator delete(p, kAlign); }
+    template <class U> bool operator==(const CacheLineAllocator<U> &) const { return true; }
+    template <class U> bool operator!=(const CacheLineAllocator<U> &) const { return false; }
+};
+using StateBuffer = std::vector<cplx, CacheLineAllocator<cplx>>;
 
 struct Controls {
     Controls() {} // leaves the arrays uninitialised: built per gate call, on the stack
@@ -112,5 +130,21 @@ double pauliExpval(const cplx *sv, uint64_t size, uint64_t xmask, uint64_t ymask
 // Marginal probabilities of `wires` (first wire = most significant bit of the outcome);
 // out has 2^k entries.
 void marginalProbs(const cplx *sv, int n, const int64_t *wires, int k, double *out);
+
+} // namespace cf
+
+// ---- the adjoint Jacobian's fused step (AdjointKernels.inc) ----------------------------
+namespace cf {
+
+// For one tape operation, in one sweep over the controlled subspace of `targets`:
+//     phi    <- uInv phi                      (if updatePhi; else phi is only read)
+//     elements[j] = <lambda| dU[j] |phi>      (phi after the update; j < numDerivs)
+//     lambda <- uInv lambda                   (if updateLambda)
+// uInv: U^dagger, as applyOperation(..., inverse = true) applies it; dU[j]: gateDerivative
+// (same shape, on `targets`, 0 outside the controls). Returns false, touching nothing, for
+// what it has no kernel for (the constant shapes Identity / PermX / Swap, Diagonal shapes on
+// more than two wires, which no gate has); the caller then takes the three separate passes.
+bool adjointStep(cplx *phi, cplx *lambda, int n, const GateMatrix &uInv, const GateMatrix *dU, int numDerivs,
+                 const int64_t *targets, const Controls &ctrls, bool updatePhi, bool updateLambda, cplx *elements);
 
 } // namespace cf

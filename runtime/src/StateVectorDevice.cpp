@@ -274,7 +274,7 @@ void StateVectorDevice::sampleTerm(const ObsTerm &t, double &mean, double *var) 
     // Hermitian ones V^dagger from their eigendecomposition.
     std::vector<int64_t> wires;
     std::vector<std::vector<double>> eigenvalues; // per non-identity factor
-    std::vector<cplx> rotated;
+    StateBuffer rotated;
     const Controls none;
     const double minusQuarterPi = -M_PI / 4;
     auto gate = [&](int64_t id, const double *p, int64_t wire) {

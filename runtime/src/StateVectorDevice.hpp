@@ -61,7 +61,7 @@ class StateVectorDevice final : public QuantumDevice {
 
     int n_;
     int64_t shots_;
-    std::vector<cplx> sv_;
+    StateBuffer sv_;
     std::mt19937_64 rng_;
     bool entropySeeded_ = false; // the stream came from std::random_device, not a seed
 };

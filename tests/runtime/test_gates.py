@@ -243,3 +243,99 @@ def test_every_instruction_set_level_agrees(lib):
     assert outputs["base"].size == 2 * 2**16 + 2 * 10  # the state, then a 2 x 10 Jacobian
     np.testing.assert_allclose(outputs["avx2"], outputs["base"], atol=1e-12)
     np.testing.assert_allclose(outputs["auto"], outputs["base"], atol=1e-12)
+
+
+# Gates whose targets or controls sit on the last three wires go through the chunked kernels
+# (4-amplitude vectors with lane permutations); every placement of targets and controls
+# inside and outside a chunk, on a register above the OpenMP threshold.
+LOW_WIRE_GATES = [
+    ("Hadamard", []),
+    ("PauliX", []),
+    ("RX", [0.3]),
+    ("RZ", [0.4]),
+    ("PhaseShift", [0.5]),
+    ("Rot", [0.1, 0.2, 0.3]),
+    ("CNOT", []),
+    ("CZ", []),
+    ("SWAP", []),
+    ("IsingXX", [0.6]),
+    ("IsingZZ", [0.7]),
+    ("IsingXY", [0.8]),
+    ("CRY", [0.9]),
+    ("ISWAP", []),
+]
+
+LOW_WIRE_SCRIPT = r"""
+import ctypes, json, sys
+import numpy as np
+lib = ctypes.CDLL(sys.argv[1])
+n, ops = json.loads(sys.argv[2])
+i64, f64 = ctypes.c_int64, ctypes.c_double
+lib.cf_rt_error_code.restype = i64
+lib.cf_rt_error_message.restype = ctypes.c_char_p
+def arr(values, ctype):
+    return (ctype * max(1, len(values)))(*values)
+lib.cf_rt_device_acquire(i64(n), i64(0), i64(0))
+for gate_id, params, wires, ctrls, cvals in ops:
+    lib.cf_rt_gate(i64(gate_id), arr(params, f64), i64(len(params)), arr(wires, i64),
+                   i64(len(wires)), ctypes.c_int8(0), arr(ctrls, i64),
+                   arr(cvals, ctypes.c_int8), i64(len(ctrls)))
+assert lib.cf_rt_error_code() == 0, lib.cf_rt_error_message()
+state = np.zeros(2 ** n, dtype=np.complex128)
+lib.cf_rt_state(state.ctypes.data_as(ctypes.POINTER(f64)))
+sys.stdout.buffer.write(state.tobytes())
+"""
+
+
+def _low_wire_circuit(rng, gate_ids, n):
+    """A random product state, then every gate of LOW_WIRE_GATES on wire placements among
+    the last three wires and one above them, with controls inside and outside the chunk."""
+    ops = [("RY", [float(a)], [w], [], []) for w, a in enumerate(rng.uniform(0, 3, n))]
+    ops += [("RZ", [float(a)], [w], [], []) for w, a in enumerate(rng.uniform(0, 3, n))]
+    low = [n - 4, n - 3, n - 2, n - 1]
+    for name, params in LOW_WIRE_GATES:
+        k = gate_ids[name][2]
+        placements = [[w] for w in low] if k == 1 else [[a, b] for a in low for b in low if a != b]
+        for wires in placements:
+            free = [w for w in low + [0, n // 2] if w not in wires]
+            pair = [int(w) for w in rng.choice(free, 2, replace=False)]
+            for ctrls in ([], [int(rng.choice(free))], pair):
+                cvals = [int(v) for v in rng.integers(0, 2, len(ctrls))]
+                ops.append((name, params, wires, ctrls, cvals))
+    return ops
+
+
+def test_gates_on_the_last_wires_at_every_instruction_set_level(lib, rng):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from cofactor.runtime_lib import gate_ids
+
+    n = 17
+    ids = gate_ids(lib)
+    ops = _low_wire_circuit(rng, ids, n)
+
+    @qml.qnode(qml.device("lightning.qubit", wires=n))
+    def circuit():
+        for name, params, wires, ctrls, cvals in ops:
+            op = getattr(qml, name)
+            if ctrls:
+                qml.ctrl(op, control=ctrls, control_values=cvals)(*params, wires=wires)
+            else:
+                op(*params, wires=wires)
+        return qml.state()
+
+    expected = circuit()
+    encoded = json.dumps([n, [(ids[name][0], p, w, c, v) for name, p, w, c, v in ops]])
+    for isa in ("base", "avx2", "auto"):
+        run = subprocess.run(
+            [sys.executable, "-c", LOW_WIRE_SCRIPT, lib._name, encoded],
+            env=dict(os.environ, COFACTOR_ISA=isa),
+            capture_output=True,
+            timeout=120,
+        )
+        assert run.returncode == 0, run.stderr.decode()
+        state = np.frombuffer(run.stdout, dtype=np.complex128)
+        np.testing.assert_allclose(state, expected, atol=1e-10, err_msg=f"COFACTOR_ISA={isa}")
