@@ -7,8 +7,9 @@ For each gate and register size, prints the time per gate application of
   - lightning (pennylane_lightning's StateVectorC128 bound method, called from a Python
                loop; its ~1 us call overhead is negligible at n >= 14; Lightning applies
                gates on one thread),
-  - the memory bound (bytes the gate must read + write / copy bandwidth measured with
-               numpy on this machine, single-threaded),
+  - the memory bound (bytes the gate must read + write -- whole 64-byte cache lines, see
+               touched_fraction -- / copy bandwidth measured with numpy on this machine,
+               single-threaded),
 averaged over target wires at the top, middle and bottom of the register, and the ratios.
 Then the adjoint Jacobian of one expval against one forward pass + expval.
 
@@ -32,19 +33,42 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "frontend"))
 from cofactor.runtime_lib import as_pointer, check_error, gate_ids, load_runtime  # noqa: E402
 
-# gate -> (params, fraction of the state it reads and writes)
+# gate -> (params, which amplitudes it changes: a predicate on the bits of its wires, first
+# wire first; None: all of them)
 GATES = {
-    "Hadamard": ([], 1.0),
-    "RX": ([0.3], 1.0),
-    "RZ": ([0.3], 1.0),
-    "PhaseShift": ([0.3], 0.5),  # only the |1> half changes
-    "CNOT": ([], 0.5),  # swaps the control = 1 half
-    "CZ": ([], 0.25),  # negates the |11> quarter
-    "SWAP": ([], 0.5),
-    "IsingXX": ([0.3], 1.0),
-    "IsingZZ": ([0.3], 1.0),
-    "DoubleExcitation": ([0.3], 1.0),
+    "Hadamard": ([], None),
+    "RX": ([0.3], None),
+    "RZ": ([0.3], None),
+    "PhaseShift": ([0.3], lambda b: b[0] == 1),  # only the |1> half changes
+    "CNOT": ([], lambda b: b[0] == 1),  # swaps the control = 1 half
+    "CZ": ([], lambda b: (b[0] & b[1]) == 1),  # negates the |11> quarter
+    "SWAP": ([], lambda b: b[0] != b[1]),  # exchanges |01> and |10>
+    "IsingXX": ([0.3], None),
+    "IsingZZ": ([0.3], None),
+    "DoubleExcitation": ([0.3], None),
 }
+
+CACHE_LINE_AMPS = 4  # 64 bytes of complex128
+
+
+def touched_fraction(name: str, wires: list[int], n: int) -> float:
+    """The fraction of the state's cache lines that gate `name` on `wires` must read and
+    write: a line moves whole, so PhaseShift on the last wire, which changes every other
+    amplitude, moves all of the state, and on the first wire half of it."""
+    changes = GATES[name][1]
+    if changes is None:
+        return 1.0
+    bits = [n - 1 - w for w in wires]
+    # the pattern repeats with the period of the highest bit; a line spans the lowest two
+    idx = np.arange(2 ** max(max(bits) + 1, 2))
+    changed = changes([(idx >> b) & 1 for b in bits])
+    return float(changed.reshape(-1, CACHE_LINE_AMPS).any(axis=1).mean())
+
+
+def bytes_moved(name: str, n: int, num_wires: int) -> float:
+    """Bytes read + written by one application of `name`, averaged over wire_sets."""
+    sets = wire_sets(n, num_wires)
+    return sum(2 * 16 * 2**n * touched_fraction(name, w, n) for w in sets) / len(sets)
 
 
 def copy_bandwidth(n: int) -> float:
@@ -134,9 +158,9 @@ def bench_gates(lib, ids, sizes, repeats):
             time_cofactor(lib, ids, n, "Hadamard", reps)  # warm-up: start the team
             times[threads] = {name: time_cofactor(lib, ids, n, name, reps) for name in GATES}
         light = {name: time_lightning(sv, ids, n, name, reps) for name in GATES}
-        for name, (_, fraction) in GATES.items():
+        for name in GATES:
             ours, ours_n, theirs = times[1][name], times[max_threads][name], light[name]
-            bound = 2 * fraction * 16 * 2**n / bandwidth
+            bound = bytes_moved(name, n, ids[name][2]) / bandwidth
             print(
                 f"{name:<17}{n:>3}{ours * 1e6:>12.1f}{ours_n * 1e6:>12.1f}{theirs * 1e6:>10.1f}"
                 f"{bound * 1e6:>10.1f}{ours / theirs:>10.2f}{ours_n / theirs:>10.2f}"

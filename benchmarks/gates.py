@@ -1,7 +1,7 @@
 """Section 5: time per gate at large n against the memory bound (runs in cofactor's venv).
 
 Reuses benchmarks/bench_gates.py (the runtime team's kernel benchmark): its gate list with
-the fraction of the state each gate reads and writes, its numpy copy-bandwidth probe, its
+the cache lines each gate reads and writes (bytes_moved), its numpy copy-bandwidth probe, its
 wire choice (top, middle, bottom of the register), and `cf_rt_gate_repeat` (the kernel
 without per-call overhead). Unlike bench_gates it keeps every round as a sample so that the
 report has median/min/max, and it returns JSON instead of printing. The bandwidth is the
@@ -57,13 +57,12 @@ def task_gates(spec: dict) -> dict:
     out: dict = {"sizes": {}}
     for n in spec["sizes"]:
         probes = {"copy": [bg.copy_bandwidth(n)], "inplace": [inplace_bandwidth(n)]}
-        state_bytes = 16 * 2**n
         reps = max(3, repeats >> max(0, n - 16))
         lib.cf_rt_device_acquire(n, 0, 0)
         check_error(lib)
         sv = lq.StateVectorC128(n) if lq is not None else None
         per_gate = {}
-        for name, (params, fraction) in bg.GATES.items():
+        for name, (params, _) in bg.GATES.items():
             if name not in ids:
                 per_gate[name] = {"error": "gate not in the runtime"}
                 continue
@@ -90,7 +89,7 @@ def task_gates(spec: dict) -> dict:
             per_gate[name] = {
                 "cofactor_s": ours.tolist(),
                 "lightning_s": theirs.tolist() if sv is not None else None,
-                "bytes": 2 * fraction * state_bytes,
+                "bytes": bg.bytes_moved(name, n, num_wires),
             }
         lib.cf_rt_device_release()
         del sv
