@@ -51,6 +51,47 @@ func.func private @g_vjp(memref<2xf64>, memref<3xi64>, memref<f64>, memref<2xf64
 
 // -----
 
+// A primal with `cofactor.jacobian` (a split QNode): the forward calls the Jacobian
+// function, which computes the outputs and jac = d outs / d params (the last input) in
+// one circuit execution, and keeps only jac; the reverse adds jac^T couts into dparams.
+// The other inputs get nothing (they reach the circuit only through params).
+
+// CHECK-LABEL: func.func private @q(memref<3xf64>, memref<?xf64>, memref<2xf64>)
+// CHECK-SAME: cofactor.custom_gradient = [@q.fwd_impl, @q.rev_impl]
+func.func private @q(memref<3xf64>, memref<?xf64>, memref<2xf64>)
+    attributes {cofactor.num_inputs = 2 : i64, cofactor.jacobian = @q_jac}
+func.func private @q_jac(memref<3xf64>, memref<?xf64>, memref<2x?xf64>, memref<2xf64>)
+
+// CHECK-LABEL: func.func private @q.fwd_impl(
+// CHECK-SAME: %[[X:[^:]*]]: memref<3xf64>, %{{[^:]*}}: memref<3xf64>, %[[P:[^:]*]]: memref<?xf64>, %{{[^:]*}}: memref<?xf64>, %[[OUT:[^:]*]]: memref<2xf64>, %{{[^:]*}}: memref<2xf64>) -> i64
+// CHECK: %[[NP:.*]] = memref.dim %[[P]], %c0
+// CHECK: %[[JAC:.*]] = memref.alloc(%[[NP]]) : memref<2x?xf64>
+// CHECK: call @q_jac(%[[X]], %[[P]], %[[JAC]], %[[OUT]])
+// CHECK-NOT: call @q(
+// CHECK: %[[T:.*]] = call @cf_rt_tape_save(%c0_i64,
+// CHECK-NOT: call @cf_rt_tape_save
+// CHECK: memref.dealloc %[[JAC]]
+// CHECK: return %[[T]] : i64
+
+// CHECK-LABEL: func.func private @q.rev_impl(
+// CHECK-SAME: %[[P:[^:]*]]: memref<?xf64>, %[[DP:[^:]*]]: memref<?xf64>, %{{[^:]*}}: memref<2xf64>, %[[DOUT:[^:]*]]: memref<2xf64>, %[[TAPE:[^:]*]]: i64)
+// CHECK: %[[CT:.*]] = memref.alloc() : memref<2xf64>
+// CHECK: memref.copy %[[DOUT]], %[[CT]]
+// CHECK: %[[JAC:.*]] = memref.alloc(%{{.*}}) : memref<2x?xf64>
+// CHECK: call @cf_rt_tape_load(%[[TAPE]], %c0_i64,
+// CHECK: scf.if
+// CHECK: } else {
+// CHECK: memref.load %[[CT]]
+// CHECK: memref.load %[[JAC]]
+// CHECK: memref.load %[[DP]]
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: memref.store %{{.*}}, %[[DP]]
+// CHECK: call @cf_rt_tape_free(%[[TAPE]])
+// CHECK: memref.dealloc %[[JAC]]
+
+// -----
+
 // A Python callback gets a body that calls the runtime's trampoline with the data
 // pointers of its arguments (kind 0 = primal), and with a user VJP a @cb.vjp (kind 1)
 // that becomes its `cofactor.vjp`.
@@ -107,3 +148,10 @@ func.func @grad(%x: memref<2xf64>, %out: memref<f64>, %ct: memref<f64>, %dx: mem
 func.func private @g_vjp(memref<2xf64>, memref<f64>)
 func.func private @g(memref<2xf64>, memref<f64>)
     attributes {cofactor.num_inputs = 1 : i64, cofactor.vjp = @g_vjp}
+
+// -----
+
+// expected-error @+1 {{the Jacobian @bad_jac of @bad must take (ins..., jac: memref<Rx?xf64>, outs...), the last input being a 1-D f64 memref}}
+func.func private @bad_jac(memref<?xf64>, memref<2xf64>)
+func.func private @bad(memref<?xf64>, memref<2xf64>)
+    attributes {cofactor.num_inputs = 1 : i64, cofactor.jacobian = @bad_jac}

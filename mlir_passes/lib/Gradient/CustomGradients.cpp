@@ -26,6 +26,11 @@
 //   An argument whose shadow is the primal itself (Enzyme does that for
 //   arguments it proved constant) is skipped: its cotangent counts as zero
 //   and nothing is written through it.
+// - A primal with `cofactor.jacobian = @J` instead (split QNodes: @J runs the
+//   circuit recorded and asks the runtime for the Jacobian, see
+//   --cofactor-split-qnodes) gets a forward that calls @J, which computes the
+//   outputs and d outputs / d last input in one execution, and saves only that
+//   Jacobian; the reverse adds `jac^T couts` into the last input's shadow.
 //   `@X` gets `cofactor.custom_gradient = [@X.fwd_impl, @X.rev_impl]`, and all
 //   three get `llvm.emit_c_interface`: --cofactor-emit-enzyme-glue registers
 //   their pointer-only C interfaces with Enzyme.
@@ -149,7 +154,40 @@ LogicalResult lowerCallback(func::FuncOp fn, ModuleOp module,
   return success();
 }
 
-/// Emits @X.fwd_impl and @X.rev_impl for a primal with `cofactor.vjp`.
+/// Emits @X.fwd_impl and @X.rev_impl for a primal with `cofactor.vjp` or
+/// `cofactor.jacobian`.
+/// vjp[p] += sum over r of couts_flat[r] * jac[r, p], r running over the
+/// cotangents' elements in order (row-major within each).
+void accumulateJacobianProduct(OpBuilder &b, Location loc, Value jac,
+                               ArrayRef<Value> couts, Value vjp) {
+  int64_t base = 0;
+  for (Value cout : couts) {
+    auto type = cout.getType().cast<MemRefType>();
+    forEachElement(
+        b, loc, cout, [&](OpBuilder &nb, Location nloc, ValueRange ivs) {
+          Value row = nb.create<arith::ConstantIndexOp>(nloc, base);
+          int64_t stride = 1;
+          for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+            Value term = nb.create<arith::MulIOp>(
+                nloc, ivs[d], nb.create<arith::ConstantIndexOp>(nloc, stride));
+            row = nb.create<arith::AddIOp>(nloc, row, term);
+            stride *= type.getDimSize(d);
+          }
+          Value ct = nb.create<memref::LoadOp>(nloc, cout, ivs);
+          forEachElement(
+              nb, nloc, vjp, [&](OpBuilder &ib, Location iloc, ValueRange p) {
+                Value j =
+                    ib.create<memref::LoadOp>(iloc, jac, ValueRange{row, p[0]});
+                Value old = ib.create<memref::LoadOp>(iloc, vjp, p);
+                Value prod = ib.create<arith::MulFOp>(iloc, ct, j);
+                Value sum = ib.create<arith::AddFOp>(iloc, old, prod);
+                ib.create<memref::StoreOp>(iloc, sum, vjp, p);
+              });
+        });
+    base += type.getNumElements();
+  }
+}
+
 LogicalResult emitCustomGradient(func::FuncOp primal, ModuleOp module,
                                  SymbolTable &symbols) {
   if (failed(checkDPS(primal)))
@@ -161,18 +199,57 @@ LogicalResult emitCustomGradient(func::FuncOp primal, ModuleOp module,
   ArrayRef<Type> types = primal.getArgumentTypes();
   int64_t numOutputs = types.size() - numInputs;
 
-  auto vjpRef = primal->getAttrOfType<FlatSymbolRefAttr>(attr::kVJP);
-  auto vjp = vjpRef ? symbols.lookup<func::FuncOp>(vjpRef.getValue()) : nullptr;
-  if (!vjp)
-    return primal.emitError(attr::kVJP)
-           << " of @" << primal.getName() << " does not name a func.func";
-  SmallVector<Type> vjpTypes(types.begin(), types.end());
-  vjpTypes.append(types.begin(), types.begin() + numInputs);
-  if (vjp.getFunctionType() !=
-      FunctionType::get(module.getContext(), vjpTypes, {}))
-    return vjp.emitError("the VJP @")
-           << vjp.getName() << " of @" << primal.getName()
-           << " must take (ins..., couts..., vjps...) and return nothing";
+  // Either a VJP (saved inputs -> J^T couts) or a Jacobian (computed in the
+  // forward, saved).
+  func::FuncOp vjp, jacobian;
+  if (auto jacRef = primal->getAttrOfType<FlatSymbolRefAttr>(attr::kJacobian)) {
+    jacobian = symbols.lookup<func::FuncOp>(jacRef.getValue());
+    if (!jacobian)
+      return primal.emitError(attr::kJacobian)
+             << " of @" << primal.getName() << " does not name a func.func";
+    auto last = numInputs ? types[numInputs - 1].dyn_cast<MemRefType>()
+                          : MemRefType();
+    auto jacType =
+        jacobian.getNumArguments() == types.size() + 1
+            ? jacobian.getArgumentTypes()[numInputs].dyn_cast<MemRefType>()
+            : MemRefType();
+    SmallVector<Type> expected(types.begin(), types.end());
+    if (jacType)
+      expected.insert(expected.begin() + numInputs, jacType);
+    if (!last || last.getRank() != 1 ||
+        !last.getElementType().isa<Float64Type>() || !jacType ||
+        jacType.getRank() != 2 || !jacType.getElementType().isa<Float64Type>() ||
+        jacobian.getFunctionType() !=
+            FunctionType::get(module.getContext(), expected, {}))
+      return jacobian.emitError("the Jacobian @")
+             << jacobian.getName() << " of @" << primal.getName()
+             << " must take (ins..., jac: memref<Rx?xf64>, outs...), the last "
+                "input being a 1-D f64 memref";
+  } else {
+    auto vjpRef = primal->getAttrOfType<FlatSymbolRefAttr>(attr::kVJP);
+    vjp = vjpRef ? symbols.lookup<func::FuncOp>(vjpRef.getValue()) : nullptr;
+    if (!vjp)
+      return primal.emitError(attr::kVJP)
+             << " of @" << primal.getName() << " does not name a func.func";
+    SmallVector<Type> vjpTypes(types.begin(), types.end());
+    vjpTypes.append(types.begin(), types.begin() + numInputs);
+    if (vjp.getFunctionType() !=
+        FunctionType::get(module.getContext(), vjpTypes, {}))
+      return vjp.emitError("the VJP @")
+             << vjp.getName() << " of @" << primal.getName()
+             << " must take (ins..., couts..., vjps...) and return nothing";
+  }
+  // The Jacobian's buffer: R x (elements of the last input).
+  auto allocJacobian = [&](OpBuilder &b, Location loc, Value lastInput) {
+    auto jacType = jacobian.getArgumentTypes()[numInputs].cast<MemRefType>();
+    Value cols = b.create<memref::DimOp>(loc, lastInput, 0);
+    SmallVector<Value> dynamic;
+    if (jacType.isDynamicDim(0))
+      dynamic.push_back(cols); // (R is static for split QNodes)
+    if (jacType.isDynamicDim(1))
+      dynamic.push_back(cols);
+    return b.create<memref::AllocOp>(loc, jacType, dynamic).getResult();
+  };
 
   Location loc = primal.getLoc();
   MLIRContext *ctx = module.getContext();
@@ -199,7 +276,8 @@ LogicalResult emitCustomGradient(func::FuncOp primal, ModuleOp module,
   auto tapeFree = getOrDeclare(module, "cf_rt_tape_free",
                                FunctionType::get(ctx, {i64}, {i64}));
 
-  // fwd_impl: run the primal, keep copies of the inputs.
+  // fwd_impl: run the primal, keep copies of the inputs (or run the Jacobian
+  // function and keep the Jacobian).
   auto fwd = makeFunc(".fwd_impl", FunctionType::get(ctx, interleaved, {i64}));
   {
     Block *entry = fwd.addEntryBlock();
@@ -207,19 +285,30 @@ LogicalResult emitCustomGradient(func::FuncOp primal, ModuleOp module,
     SmallVector<Value> primalArgs;
     for (size_t k = 0; k < types.size(); ++k)
       primalArgs.push_back(entry->getArgument(2 * k));
-    b.create<func::CallOp>(loc, primal, primalArgs);
     Value tape = i64Const(b, loc, 0);
-    for (int64_t i = 0; i < numInputs; ++i) {
-      Value in = primalArgs[i];
+    auto save = [&](Value buffer) {
       tape = b.create<func::CallOp>(loc, tapeSave,
-                                    ValueRange{tape, dataPointer(b, loc, in),
-                                               byteSize(b, loc, in)})
+                                    ValueRange{tape, dataPointer(b, loc, buffer),
+                                               byteSize(b, loc, buffer)})
                  .getResult(0);
+    };
+    if (jacobian) {
+      Value jac = allocJacobian(b, loc, primalArgs[numInputs - 1]);
+      SmallVector<Value> jacArgs(primalArgs);
+      jacArgs.insert(jacArgs.begin() + numInputs, jac);
+      b.create<func::CallOp>(loc, jacobian, jacArgs);
+      save(jac);
+      b.create<memref::DeallocOp>(loc, jac);
+    } else {
+      b.create<func::CallOp>(loc, primal, primalArgs);
+      for (int64_t i = 0; i < numInputs; ++i)
+        save(primalArgs[i]);
     }
     b.create<func::ReturnOp>(loc, tape);
   }
 
-  // rev_impl: din += V(saved ins, couts); dout = 0.
+  // rev_impl: din += V(saved ins, couts) (or d(last in) += jac^T couts);
+  // dout = 0.
   SmallVector<Type> revTypes(interleaved);
   revTypes.push_back(i64);
   auto rev = makeFunc(".rev_impl", FunctionType::get(ctx, revTypes, {}));
@@ -235,7 +324,7 @@ LogicalResult emitCustomGradient(func::FuncOp primal, ModuleOp module,
                                      dataAddress(b, loc, shadowArg(k)));
     };
     SmallVector<Value> temporaries, vjpArgs;
-    for (int64_t i = 0; i < numInputs; ++i) {
+    for (int64_t i = 0; i < numInputs && vjp; ++i) {
       Value saved = allocLike(b, loc, primalArg(i));
       b.create<func::CallOp>(loc, tapeLoad,
                              ValueRange{tape, i64Const(b, loc, i),
@@ -260,22 +349,37 @@ LogicalResult emitCustomGradient(func::FuncOp primal, ModuleOp module,
       temporaries.push_back(cotangent);
       vjpArgs.push_back(cotangent);
     }
-    SmallVector<Value> products;
-    for (int64_t i = 0; i < numInputs; ++i) {
-      Value product = allocLike(b, loc, primalArg(i));
-      fillZero(b, loc, product);
-      temporaries.push_back(product);
-      vjpArgs.push_back(product);
-      products.push_back(product);
-    }
-    b.create<func::CallOp>(loc, vjp, vjpArgs);
-    for (int64_t i = 0; i < numInputs; ++i) {
-      auto type = primalArg(i).getType().cast<MemRefType>();
-      if (!type.getElementType().isa<FloatType>())
-        continue; // integer inputs have no derivative
-      auto ifOp = b.create<scf::IfOp>(loc, aliases(i), /*withElse=*/true);
+    if (jacobian) {
+      // d(last input) += jac^T couts (vjpArgs holds just the cotangents)
+      Value jac = allocJacobian(b, loc, primalArg(numInputs - 1));
+      b.create<func::CallOp>(loc, tapeLoad,
+                             ValueRange{tape, i64Const(b, loc, 0),
+                                        dataPointer(b, loc, jac),
+                                        byteSize(b, loc, jac)});
+      temporaries.push_back(jac);
+      auto ifOp = b.create<scf::IfOp>(loc, aliases(numInputs - 1),
+                                      /*withElse=*/true);
       OpBuilder eb = ifOp.getElseBodyBuilder();
-      accumulate(eb, loc, shadowArg(i), products[i]);
+      accumulateJacobianProduct(eb, loc, jac, vjpArgs,
+                                shadowArg(numInputs - 1));
+    } else {
+      SmallVector<Value> products;
+      for (int64_t i = 0; i < numInputs; ++i) {
+        Value product = allocLike(b, loc, primalArg(i));
+        fillZero(b, loc, product);
+        temporaries.push_back(product);
+        vjpArgs.push_back(product);
+        products.push_back(product);
+      }
+      b.create<func::CallOp>(loc, vjp, vjpArgs);
+      for (int64_t i = 0; i < numInputs; ++i) {
+        auto type = primalArg(i).getType().cast<MemRefType>();
+        if (!type.getElementType().isa<FloatType>())
+          continue; // integer inputs have no derivative
+        auto ifOp = b.create<scf::IfOp>(loc, aliases(i), /*withElse=*/true);
+        OpBuilder eb = ifOp.getElseBodyBuilder();
+        accumulate(eb, loc, shadowArg(i), products[i]);
+      }
     }
     b.create<func::CallOp>(loc, tapeFree, ValueRange{tape});
     for (Value t : temporaries)
@@ -302,8 +406,8 @@ LogicalResult checkGradientRules(ModuleOp module, SymbolTable &symbols) {
     func::FuncOp fn = reached[k];
     // Runtime functions are inactive (--cofactor-emit-enzyme-glue says so to
     // Enzyme), and Enzyme's own annotations are no calls at all.
-    if (fn->hasAttr(attr::kVJP) || fn->hasAttr(attr::kCustomGradient) ||
-        fn->hasAttr(attr::kInactive) || fn.getName().startswith("cf_rt_") ||
+    if (hasGradientRule(fn) || fn->hasAttr(attr::kInactive) ||
+        fn.getName().startswith("cf_rt_") ||
         fn.getName().startswith("__enzyme_"))
       continue;
     if (fn->hasAttr(attr::kCallbackId))
@@ -352,7 +456,8 @@ struct CustomGradientsPass
     if (failed(checkGradientRules(module, symbols)))
       return signalPassFailure();
     for (auto fn : module.getOps<func::FuncOp>())
-      if (fn->hasAttr(attr::kVJP) && !fn->hasAttr(attr::kCustomGradient))
+      if ((fn->hasAttr(attr::kVJP) || fn->hasAttr(attr::kJacobian)) &&
+          !fn->hasAttr(attr::kCustomGradient))
         primals.push_back(fn);
     for (func::FuncOp fn : primals)
       if (failed(emitCustomGradient(fn, module, symbols)))

@@ -124,6 +124,11 @@ func::FuncOp cofactor::getOrDeclare(ModuleOp module, StringRef name,
   return fn;
 }
 
+bool cofactor::hasGradientRule(mlir::func::FuncOp fn) {
+  return fn->hasAttr(attr::kCustomGradient) || fn->hasAttr(attr::kVJP) ||
+         fn->hasAttr(attr::kJacobian);
+}
+
 llvm::SmallVector<mlir::func::FuncOp>
 cofactor::differentiatedFunctions(mlir::ModuleOp module, mlir::SymbolTable &symbols) {
   llvm::SetVector<func::FuncOp> reached;
@@ -133,7 +138,7 @@ cofactor::differentiatedFunctions(mlir::ModuleOp module, mlir::SymbolTable &symb
   });
   for (size_t k = 0; k < reached.size(); ++k) {
     func::FuncOp fn = reached[k];
-    if (fn->hasAttr(attr::kCustomGradient) || fn->hasAttr(attr::kVJP))
+    if (hasGradientRule(fn))
       continue;
     fn.walk([&](func::CallOp call) {
       if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
@@ -142,7 +147,7 @@ cofactor::differentiatedFunctions(mlir::ModuleOp module, mlir::SymbolTable &symb
   }
   SmallVector<func::FuncOp> result;
   for (func::FuncOp fn : reached.getArrayRef())
-    if (!fn->hasAttr(attr::kCustomGradient) && !fn->hasAttr(attr::kVJP))
+    if (!hasGradientRule(fn))
       result.push_back(fn);
   return result;
 }

@@ -45,6 +45,10 @@ mlir::func::FuncOp getOrDeclare(mlir::ModuleOp module, llvm::StringRef name,
 /// identity layout (contiguous, offset 0), as the frontend emits.
 bool isSupportedMemRef(mlir::Type type);
 
+/// Whether Enzyme treats `fn` as opaque with a gradient of ours: a custom
+/// gradient already emitted, or the VJP / Jacobian it is emitted from.
+bool hasGradientRule(mlir::func::FuncOp fn);
+
 /// The functions Enzyme differentiates: the callees of `gradient.vjp` ops and
 /// their callees, without descending into functions that have a custom
 /// gradient (which are not in the result either).

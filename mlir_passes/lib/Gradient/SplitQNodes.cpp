@@ -12,10 +12,10 @@
 //   Enzyme has nothing to differentiate there.
 // - `@q.quantum(ins..., %params: memref<?xf64>, outs...)`: @q with every gate
 //   parameter operand replaced by `params[counter++]`. It gets
-//   `cofactor.vjp = @q.quantum.vjp`, so --cofactor-custom-gradients gives it a
-//   custom gradient: to Enzyme it is one more opaque callee.
-// - `@q.quantum.jac(ins..., %params, %jac: memref<Rx?xf64>, outs...)`: a
-//   replay of @q.quantum with the runtime's recording on (`cf_rt_tape_start`
+//   `cofactor.jacobian = @q.quantum.jac`, so --cofactor-custom-gradients gives
+//   it a custom gradient: to Enzyme it is one more opaque callee.
+// - `@q.quantum.jac(ins..., %params, %jac: memref<Rx?xf64>, outs...)`:
+//   @q.quantum with the runtime's recording on (`cf_rt_tape_start`
 //   right after each `quantum.device_acquire`) that asks the runtime for the
 //   Jacobian of every recorded measurement result with respect to every
 //   recorded gate parameter (`cf_rt_tape_stop` then
@@ -24,9 +24,9 @@
 //   each `quantum.device_release`,
 //   or before returning if the circuit releases nothing). R is the number of
 //   f64 elements over all outputs: the outputs hold the measurement results in
-//   measurement order.
-// - `@q.quantum.vjp(ins..., %params, couts..., vjp_ins..., vjp_params)`:
-//   `vjp_params = jac^T (couts flattened)`, `vjp_ins = 0` (the inputs reach the
+//   measurement order. The custom gradient's forward calls it in place of
+//   @q.quantum (the circuit runs once, recorded) and keeps jac for the reverse,
+//   which adds `jac^T couts` into the shadow of `params` (the inputs reach the
 //   gates only through `params`).
 // - `@q` itself becomes the classical preprocessing: it calls @q.pcount,
 //   allocates `params`, runs its classical code with every gate replaced by
@@ -256,8 +256,6 @@ private:
   func::FuncOp emitQuantum(func::FuncOp qnode, unsigned numInputs);
   func::FuncOp emitJacobian(func::FuncOp quantum, unsigned numInputs,
                             int64_t numResults, StringRef runtimeJacobian);
-  func::FuncOp emitVJP(func::FuncOp quantum, func::FuncOp jacobian,
-                       unsigned numInputs, int64_t numResults);
   void emitPreprocessing(func::FuncOp qnode, unsigned numInputs,
                          func::FuncOp pcount, func::FuncOp quantum);
 
@@ -372,79 +370,6 @@ func::FuncOp QNodeSplitter::emitJacobian(func::FuncOp quantum,
   return fn;
 }
 
-func::FuncOp QNodeSplitter::emitVJP(func::FuncOp quantum, func::FuncOp jacobian,
-                                    unsigned numInputs, int64_t numResults) {
-  // (ins..., params, couts..., vjp_ins..., vjp_params)
-  ArrayRef<Type> types = quantum.getArgumentTypes();
-  unsigned numQuantumInputs = numInputs + 1;
-  SmallVector<Type> vjpTypes(types.begin(), types.end());
-  vjpTypes.append(types.begin(), types.begin() + numQuantumInputs);
-  OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
-  Location loc = quantum.getLoc();
-  auto fn = mb.create<func::FuncOp>(loc, (quantum.getName() + ".vjp").str(),
-                                    FunctionType::get(ctx, vjpTypes, {}));
-  fn.setPrivate();
-  symbols.insert(fn);
-  Block *entry = fn.addEntryBlock();
-  OpBuilder b = OpBuilder::atBlockEnd(entry);
-  ValueRange args = entry->getArguments();
-  ValueRange ins = args.take_front(numQuantumInputs);
-  ValueRange couts =
-      args.slice(numQuantumInputs, types.size() - numQuantumInputs);
-  ValueRange vjps = args.take_back(numQuantumInputs);
-  Value params = ins[numInputs];
-
-  Value numParams = b.create<memref::DimOp>(loc, params, 0);
-  auto jacType = jacobian.getArgumentTypes()[numInputs + 1].cast<MemRefType>();
-  Value jac = b.create<memref::AllocOp>(loc, jacType, ValueRange{numParams});
-  SmallVector<Value> scratch, jacArgs(ins.begin(), ins.end());
-  jacArgs.push_back(jac);
-  for (Value cout : couts) {
-    Value out = allocLike(b, loc, cout);
-    scratch.push_back(out);
-    jacArgs.push_back(out);
-  }
-  b.create<func::CallOp>(loc, jacobian, jacArgs);
-
-  for (Value v : vjps)
-    fillZero(b, loc, v);
-  // vjp_params[p] += cout_flat[r] * jac[r, p], r running over the outputs'
-  // elements in order (row-major within each output).
-  Value vjpParams = vjps.back();
-  int64_t base = 0;
-  for (Value cout : couts) {
-    auto type = cout.getType().cast<MemRefType>();
-    forEachElement(
-        b, loc, cout, [&](OpBuilder &nb, Location nloc, ValueRange ivs) {
-          Value row = nb.create<arith::ConstantIndexOp>(nloc, base);
-          int64_t stride = 1;
-          for (int64_t d = type.getRank() - 1; d >= 0; --d) {
-            Value term = nb.create<arith::MulIOp>(
-                nloc, ivs[d], nb.create<arith::ConstantIndexOp>(nloc, stride));
-            row = nb.create<arith::AddIOp>(nloc, row, term);
-            stride *= type.getDimSize(d);
-          }
-          Value ct = nb.create<memref::LoadOp>(nloc, cout, ivs);
-          forEachElement(
-              nb, nloc, vjpParams,
-              [&](OpBuilder &ib, Location iloc, ValueRange p) {
-                Value j =
-                    ib.create<memref::LoadOp>(iloc, jac, ValueRange{row, p[0]});
-                Value old = ib.create<memref::LoadOp>(iloc, vjpParams, p);
-                Value prod = ib.create<arith::MulFOp>(iloc, ct, j);
-                Value sum = ib.create<arith::AddFOp>(iloc, old, prod);
-                ib.create<memref::StoreOp>(iloc, sum, vjpParams, p);
-              });
-        });
-    base += type.getNumElements();
-  }
-  b.create<memref::DeallocOp>(loc, jac);
-  for (Value s : scratch)
-    b.create<memref::DeallocOp>(loc, s);
-  b.create<func::ReturnOp>(loc);
-  return fn;
-}
-
 void QNodeSplitter::emitPreprocessing(func::FuncOp qnode, unsigned numInputs,
                                       func::FuncOp pcount,
                                       func::FuncOp quantum) {
@@ -539,8 +464,7 @@ LogicalResult QNodeSplitter::split(func::FuncOp qnode) {
           : "cf_rt_jacobian_recorded";
   func::FuncOp jacobian =
       emitJacobian(quantum, numInputs, numResults, runtimeJacobian);
-  func::FuncOp vjp = emitVJP(quantum, jacobian, numInputs, numResults);
-  quantum->setAttr(attr::kVJP, FlatSymbolRefAttr::get(vjp));
+  quantum->setAttr(attr::kJacobian, FlatSymbolRefAttr::get(jacobian));
   emitPreprocessing(qnode, numInputs, pcount, quantum);
   return success();
 }

@@ -26,6 +26,13 @@ constexpr char kCallbackHasVJP[] = "cofactor.callback_has_vjp";
 /// `J^T couts` into `vjps` (one per input, same types). Set by the frontend
 /// or the passes for any opaque callee that Enzyme must not look into.
 constexpr char kVJP[] = "cofactor.vjp";
+/// symbol: instead of a VJP, a DPS function `J(ins..., jac, outs...)` that
+/// computes the outputs as the primal does and also `jac` (memref<R x ? x f64>,
+/// R = the outputs' elements in order) = d outputs / d last input, which is a
+/// 1-D f64 memref; the other inputs have no derivative. The custom gradient's
+/// forward then calls J and keeps only jac for the reverse: a split QNode's
+/// circuit runs once, recorded, instead of once more in the reverse.
+constexpr char kJacobian[] = "cofactor.jacobian";
 
 // Set by the passes.
 /// [@fwd_impl, @rev_impl]: the custom gradient of this primal.
