@@ -146,6 +146,24 @@ def test_device_reuse_resets_state(rt):
     assert rt.n() == 4 and rt.state()[0] == 1
 
 
+def _lightning_state(n, ops, tail=lambda: None):
+    """lightning.qubit's state after ops [(name, params, wires, controls, control values)],
+    then whatever tail() queues."""
+
+    @qml.qnode(qml.device("lightning.qubit", wires=n))
+    def circuit():
+        for name, params, wires, ctrls, cvals in ops:
+            op = getattr(qml, name)
+            if ctrls:
+                qml.ctrl(op, control=ctrls, control_values=cvals)(*params, wires=wires)
+            else:
+                op(*params, wires=wires)
+        tail()
+        return qml.state()
+
+    return circuit()
+
+
 def test_large_state_uses_parallel_kernels(rt, rng):
     """n = 16 is at the OpenMP threshold: every kernel shape runs its multi-threaded loop
     (targets at the top, middle and bottom of the register, with controls) against
@@ -177,19 +195,11 @@ def test_large_state_uses_parallel_kernels(rt, rng):
     rt.unitary(u3, [15, 0, 7])
     rt.pauli_rot(0.8, "XYZ", [3, 15, 8], ctrls=[0])
 
-    @qml.qnode(qml.device("lightning.qubit", wires=n))
-    def circuit():
-        for name, params, wires, ctrls, cvals in ops:
-            op = getattr(qml, name)
-            if ctrls:
-                qml.ctrl(op, control=ctrls, control_values=cvals)(*params, wires=wires)
-            else:
-                op(*params, wires=wires)
+    def tail():
         qml.QubitUnitary(u3, wires=[15, 0, 7])
         qml.ctrl(qml.PauliRot, control=[0])(0.8, "XYZ", wires=[3, 15, 8])
-        return qml.state()
 
-    np.testing.assert_allclose(rt.state(), circuit(), atol=1e-10)
+    np.testing.assert_allclose(rt.state(), _lightning_state(n, ops, tail), atol=1e-10)
 
 
 ISA_SCRIPT = r"""
@@ -317,17 +327,7 @@ def test_gates_on_the_last_wires_at_every_instruction_set_level(lib, rng):
     ids = gate_ids(lib)
     ops = _low_wire_circuit(rng, ids, n)
 
-    @qml.qnode(qml.device("lightning.qubit", wires=n))
-    def circuit():
-        for name, params, wires, ctrls, cvals in ops:
-            op = getattr(qml, name)
-            if ctrls:
-                qml.ctrl(op, control=ctrls, control_values=cvals)(*params, wires=wires)
-            else:
-                op(*params, wires=wires)
-        return qml.state()
-
-    expected = circuit()
+    expected = _lightning_state(n, ops)
     encoded = json.dumps([n, [(ids[name][0], p, w, c, v) for name, p, w, c, v in ops]])
     for isa in ("base", "avx2", "auto"):
         run = subprocess.run(
