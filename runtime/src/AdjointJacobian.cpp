@@ -42,16 +42,19 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
     // per batch rather than once per observable.
     bool hasPauliRot = false, hasSum = false;
     for (const auto &op : tape) hasPauliRot |= op.kind == Operation::Kind::PauliRot;
-    for (const auto *o : obs) hasSum |= o->terms.size() > 1;
+    for (const auto *o : obs) hasSum |= needsScratch(*o, n_);
     const int fixedCopies = 1 + int(hasPauliRot) + int(hasSum); // phi, mu, scratch
     const double stateBytes = double(size) * sizeof(cplx);
-    checkMemory((fixedCopies + 1) * stateBytes, "the adjoint Jacobian's state copies");
-    const double fit = 0.5 * availableMemory() / stateBytes - fixedCopies;
-    size_t batch = std::clamp<size_t>(fit < 1 ? 1 : size_t(fit), 1, numObs);
+    size_t batch = numObs;
+    if ((fixedCopies + numObs) * stateBytes > kSmallAllocation) { // else surely fits
+        checkMemory((fixedCopies + 1) * stateBytes, "the adjoint Jacobian's state copies");
+        const double fit = 0.5 * availableMemory() / stateBytes - fixedCopies;
+        batch = std::clamp<size_t>(fit < 1 ? 1 : size_t(fit), 1, numObs);
+    }
     if (const char *cap = std::getenv("COFACTOR_ADJOINT_MAX_BATCH")) // for tests of batching
         batch = std::clamp<size_t>(size_t(std::max(1, std::atoi(cap))), 1, batch);
-    std::vector<cplx> phi, mu, scratch;
-    std::vector<std::vector<cplx>> lambda(batch);
+    StateBuffer phi, mu, scratch;
+    std::vector<StateBuffer> lambda(batch);
     try {
         phi.resize(size);
         if (hasPauliRot) mu.resize(size); // PauliRot's derivative is applied, not fused

@@ -135,20 +135,34 @@ void applyTerm(const ObsTerm &t, cplx *v, int n) {
 }
 } // namespace
 
+bool needsScratch(const Observable &obs, int n) {
+    if (obs.terms.size() < 2) return false;
+    PauliMasks pm;
+    for (const auto &t : obs.terms)
+        if (!pauliMasks(t, n, pm)) return true;
+    return false;
+}
+
 void applyObservable(const Observable &obs, const cplx *in, cplx *out, cplx *scratch, int n) {
     const uint64_t size = uint64_t(1) << n;
-    if (obs.terms.size() == 1) {
-        copyState(out, in, size);
-        applyTerm(obs.terms[0], out, n);
-        if (obs.terms[0].coeff != 1.0) axpy(obs.terms[0].coeff - 1.0, out, out, size);
-        return;
-    }
-    fillZero(out, size);
+    // Pauli words (most Hamiltonian terms) in one pass each, written by the first term and
+    // accumulated by the others; other terms as a sequence of gate matrices on a copy.
+    bool written = false;
     for (const auto &t : obs.terms) {
-        copyState(scratch, in, size);
-        applyTerm(t, scratch, n);
-        axpy(t.coeff, scratch, out, size);
+        PauliMasks pm;
+        if (pauliMasks(t, n, pm)) {
+            applyPauliWord(in, out, size, pm.x, pm.y, pm.z, t.coeff, written);
+            written = true;
+            continue;
+        }
+        cplx *target = written ? scratch : out; // scratch: only sums of several terms use it
+        copyState(target, in, size);
+        applyTerm(t, target, n);
+        if (written) axpy(t.coeff, scratch, out, size);
+        else if (t.coeff != 1.0) axpy(t.coeff - 1.0, out, out, size);
+        written = true;
     }
+    if (!written) fillZero(out, size);
 }
 
 void hermitianEigen(const std::vector<cplx> &H, size_t dim, std::vector<double> &evals,
@@ -220,7 +234,7 @@ double varAnalytic(const Observable &obs, const cplx *sv, int n) {
         return c * c * (1.0 - e * e);
     }
     // Var = <O psi|O psi> - <psi|O psi>^2 (O Hermitian)
-    StateBuffer opsi(size), scratch(obs.terms.size() > 1 ? size : 0);
+    StateBuffer opsi(size), scratch(needsScratch(obs, n) ? size : 0);
     applyObservable(obs, sv, opsi.data(), scratch.data(), n);
     const double mean = innerProduct(sv, opsi.data(), size).real();
     return norm2(opsi.data(), size) - mean * mean;

@@ -41,8 +41,10 @@ struct PauliMasks {
 };
 bool pauliMasks(const ObsTerm &t, int n, PauliMasks &out);
 
-// out = O in; scratch: one more state-sized buffer (used only for sums of several terms).
+// out = O in; scratch: one more state-sized buffer, needed when needsScratch(obs, n) (a sum
+// with a term that is not a Pauli word), else unused.
 void applyObservable(const Observable &obs, const cplx *in, cplx *out, cplx *scratch, int n);
+bool needsScratch(const Observable &obs, int n);
 
 // Eigendecomposition of a Hermitian dim x dim matrix (row-major): H = V diag(evals) V^dagger,
 // eigenvectors in the columns of V (row-major too). Cyclic Jacobi: fine for the small

@@ -112,6 +112,10 @@ void axpy(cplx a, const cplx *x, cplx *y, uint64_t size) { CF_DISPATCH(axpy(a, x
 double pauliExpval(const cplx *sv, uint64_t size, uint64_t xmask, uint64_t ymask, uint64_t zmask) {
     CF_DISPATCH(pauliExpval(sv, size, xmask, ymask, zmask));
 }
+void applyPauliWord(const cplx *in, cplx *out, uint64_t size, uint64_t xmask, uint64_t ymask, uint64_t zmask,
+                    cplx factor, bool accumulate) {
+    CF_DISPATCH(applyPauliWord(in, out, size, xmask, ymask, zmask, factor, accumulate));
+}
 void marginalProbs(const cplx *sv, int n, const int64_t *wires, int k, double *out) {
     CF_DISPATCH(marginalProbs(sv, n, wires, k, out));
 }

@@ -127,6 +127,9 @@ void fillZero(cplx *dst, uint64_t size);
 void axpy(cplx a, const cplx *x, cplx *y, uint64_t size); // y += a x
 // <psi|P|psi> for the Pauli word with X, Y, Z on the index bits of the masks
 double pauliExpval(const cplx *sv, uint64_t size, uint64_t xmask, uint64_t ymask, uint64_t zmask);
+// out = factor P in (accumulate: out += factor P in) for that Pauli word; in != out
+void applyPauliWord(const cplx *in, cplx *out, uint64_t size, uint64_t xmask, uint64_t ymask, uint64_t zmask,
+                    cplx factor, bool accumulate);
 // Marginal probabilities of `wires` (first wire = most significant bit of the outcome);
 // out has 2^k entries.
 void marginalProbs(const cplx *sv, int n, const int64_t *wires, int k, double *out);

@@ -29,6 +29,7 @@ double availableMemory() {
 }
 
 void checkMemory(double bytes, const char *what) {
+    if (bytes <= kSmallAllocation) return; // not worth reading /proc/meminfo for
     const double avail = availableMemory();
     if (bytes > 0.9 * avail)
         fail(CF_ERR_OUT_OF_MEMORY, what, " needs ", bytes / (1 << 20), " MiB but only ",

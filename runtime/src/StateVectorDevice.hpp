@@ -28,6 +28,9 @@ void applyPauliRotDerivative(cplx *sv, int n, const Operation &op);
 // CF_ERR_OUT_OF_MEMORY unless `bytes` more fit (with a margin); `what` names the use.
 double availableMemory();
 void checkMemory(double bytes, const char *what);
+// Below this, checkMemory does not look (reading /proc/meminfo costs more than a gate on a
+// small register).
+constexpr double kSmallAllocation = 64.0 * (1 << 20);
 
 class StateVectorDevice final : public QuantumDevice {
   public:
