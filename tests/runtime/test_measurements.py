@@ -63,6 +63,17 @@ def _observables(rt, rng):
         ],
     )
     cases.append((ham, pl_ham))
+    # a term that is not a Pauli word first, then Pauli words (applied in one pass each)
+    ham2 = rt.hamiltonian([-0.75, 1.5, 0.25], [herm_h, xyz, rt.named("PauliY", 2)])
+    pl_ham2 = qml.Hamiltonian(
+        [-0.75, 1.5, 0.25],
+        [
+            qml.Hermitian(h2, wires=[1, 3]) @ qml.Hadamard(0),
+            qml.X(0) @ qml.Y(3) @ qml.Z(1),
+            qml.Y(2),
+        ],
+    )
+    cases.append((ham2, pl_ham2))
     # a tensor product of sums distributes: (Z0 + 2 X1) @ Y2
     sum_ = rt.hamiltonian([1.0, 2.0], [rt.named("PauliZ", 0), rt.named("PauliX", 1)])
     cases.append((rt.tensor([sum_, rt.named("PauliY", 2)]), (qml.Z(0) + 2 * qml.X(1)) @ qml.Y(2)))
