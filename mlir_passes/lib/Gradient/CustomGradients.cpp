@@ -218,7 +218,8 @@ LogicalResult emitCustomGradient(func::FuncOp primal, ModuleOp module,
       expected.insert(expected.begin() + numInputs, jacType);
     if (!last || last.getRank() != 1 ||
         !last.getElementType().isa<Float64Type>() || !jacType ||
-        jacType.getRank() != 2 || !jacType.getElementType().isa<Float64Type>() ||
+        jacType.getRank() != 2 || jacType.isDynamicDim(0) ||
+        !jacType.getElementType().isa<Float64Type>() ||
         jacobian.getFunctionType() !=
             FunctionType::get(module.getContext(), expected, {}))
       return jacobian.emitError("the Jacobian @")
@@ -243,9 +244,7 @@ LogicalResult emitCustomGradient(func::FuncOp primal, ModuleOp module,
   auto allocJacobian = [&](OpBuilder &b, Location loc, Value lastInput) {
     auto jacType = jacobian.getArgumentTypes()[numInputs].cast<MemRefType>();
     Value cols = b.create<memref::DimOp>(loc, lastInput, 0);
-    SmallVector<Value> dynamic;
-    if (jacType.isDynamicDim(0))
-      dynamic.push_back(cols); // (R is static for split QNodes)
+    SmallVector<Value> dynamic; // R is static (checked above)
     if (jacType.isDynamicDim(1))
       dynamic.push_back(cols);
     return b.create<memref::AllocOp>(loc, jacType, dynamic).getResult();
