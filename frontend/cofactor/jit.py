@@ -289,7 +289,7 @@ class QJIT:
     # -- compiling -------------------------------------------------------------------
     def _compile(self, tree: Any, specs: tuple[BufferSpec, ...], static: tuple) -> CompiledFunction:
         start = time.perf_counter()
-        mlir, out_tree, out_leaves, has_quantum = self._trace(tree, specs, static)
+        mlir, out_tree, out_leaves, checks_runtime = self._trace(tree, specs, static)
         has_callbacks = self._last_trace_had_callbacks
         library = _compile_module(mlir, self.symbol, self.keep_intermediate)
         if has_callbacks:
@@ -309,7 +309,7 @@ class QJIT:
             self.symbol,
             specs,
             out_specs,
-            has_quantum or has_callbacks,
+            checks_runtime or has_callbacks,
             callbacks=has_callbacks,
         )
         self.compile_count += 1
@@ -321,7 +321,8 @@ class QJIT:
         self, tree: Any, specs: tuple[BufferSpec, ...], static: tuple
     ) -> tuple[str, Any, list[Any], bool]:
         """Trace the Python function on abstract arguments; returns the MLIR module text,
-        the output tree, the output leaves and whether the program uses quantum ops."""
+        the output tree, the output leaves and whether the compiled code reports errors
+        through the runtime's error slot (quantum ops, runtime checks)."""
         from cofactor.tracing.qnode import capture_qnode_calls
 
         ctx = context.TraceContext(self.symbol, seed=self.seed)
@@ -362,7 +363,7 @@ class QJIT:
         if ctx.text_helpers:  # splice them in before the module's closing brace
             text = text[: text.rindex("}")] + "".join(ctx.text_helpers) + "}\n"
         self._last_trace_had_callbacks = ctx.has_callbacks
-        return text, out_tree, out_leaves, ctx.has_quantum
+        return text, out_tree, out_leaves, ctx.has_quantum or ctx.runtime_checks
 
     # -- inspection ------------------------------------------------------------------
     @property

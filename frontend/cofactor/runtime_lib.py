@@ -25,6 +25,8 @@ CF_ERR_NO_DEVICE = 3
 CF_ERR_POSTSELECTION = 4
 CF_ERR_NOT_SUPPORTED = 5
 CF_ERR_INTERNAL = 6
+CF_ERR_INDEX = 7
+CF_ERR_INTERRUPTED = 8
 OBS_KINDS = {"Identity": 0, "PauliX": 1, "PauliY": 2, "PauliZ": 3, "Hadamard": 4}
 
 _dp, _ip, _bp = POINTER(c_double), POINTER(c_int64), POINTER(c_int8)
@@ -95,14 +97,23 @@ def error_message(lib: ctypes.CDLL) -> str:
     return raw.decode("utf-8", "replace") if raw else ""
 
 
+#: Status codes that surface as a Python exception other than RuntimeExecutionError.
+_PYTHON_EXCEPTIONS: dict[int, type[BaseException]] = {
+    CF_ERR_INDEX: IndexError,
+    CF_ERR_INTERRUPTED: KeyboardInterrupt,
+}
+
+
 def check_error(lib: ctypes.CDLL) -> None:
-    """Raises RuntimeExecutionError for a pending runtime error, clearing the slot first."""
+    """Raises the exception of a pending runtime error, clearing the slot first:
+    IndexError (CF_ERR_INDEX), KeyboardInterrupt (CF_ERR_INTERRUPTED), otherwise
+    RuntimeExecutionError with the status in `.code`."""
     code = lib.cf_rt_error_code()
     if code == CF_OK:
         return
     message = error_message(lib)
     lib.cf_rt_clear_error()
-    error = RuntimeExecutionError(message)
+    error = _PYTHON_EXCEPTIONS.get(code, RuntimeExecutionError)(message)
     error.code = code  # type: ignore[attr-defined]
     raise error
 

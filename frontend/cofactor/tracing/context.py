@@ -49,6 +49,9 @@ class TraceContext:
         self.diff_stack: list[str] = []
         self.qnode_info: dict[str, Any] = {}
         self.has_callbacks = False
+        # the compiled code reports errors through the runtime's error slot (bounds checks
+        # of traced indices, interrupts): the launcher must check the slot after each call
+        self.runtime_checks = False
 
     def hoisted_alloc(self, type_: MemRefType, *, heap: bool = True) -> SSAValue:
         """A buffer allocated once at the start of the current function (not inside the loop

@@ -42,6 +42,8 @@ enum cf_status {
     CF_ERR_POSTSELECTION = 4,    /* postselecting an outcome of zero probability */
     CF_ERR_NOT_SUPPORTED = 5,    /* e.g. a Jacobian method that does not apply */
     CF_ERR_INTERNAL = 6,
+    CF_ERR_INDEX = 7,       /* compiled code indexed an array out of bounds (Python: IndexError) */
+    CF_ERR_INTERRUPTED = 8, /* SIGINT arrived while compiled code ran (KeyboardInterrupt) */
 };
 int64_t cf_rt_error_code(void);
 const char *cf_rt_error_message(void);
