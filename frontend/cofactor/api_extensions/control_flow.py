@@ -19,6 +19,7 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import f64
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
+from cofactor.api_extensions import hybrid
 from cofactor.errors import CompileError
 from cofactor.ir.builder import INDEX, scalar_type
 from cofactor.tracing import context, pytree
@@ -137,6 +138,8 @@ def for_loop(lower: Any, upper: Any, step: Any, allow_array_resizing: bool = Fal
                     if not init:
                         carry = ()
                 return _single(carry)
+            if hybrid.recording():  # inside an adjoint/ctrl region: see hybrid
+                return hybrid.record_for(lower, upper, step, body, init)
             return _traced_for(lower, upper, step, body, init)
 
         return run
@@ -220,6 +223,8 @@ def while_loop(cond_fn: Callable, allow_array_resizing: bool = False) -> Callabl
                 while cond_fn(*carry):
                     carry = _as_result(init, body(*carry))
                 return _single(carry)
+            if hybrid.recording():
+                return hybrid.record_while(cond_fn, body, init)
             return _traced_while(cond_fn, body, init)
 
         return run
@@ -278,6 +283,8 @@ class CondCallable:
                 if pred:
                     return fn(*args, **kwargs)
             return self.otherwise_fn(*args, **kwargs) if self.otherwise_fn else None
+        if hybrid.recording():
+            return hybrid.record_cond(self.branches, self.otherwise_fn, args, kwargs)
         return _traced_cond(self.branches, self.otherwise_fn, args, kwargs)
 
 

@@ -121,6 +121,10 @@ class QuantumScope:
         queue.clear()
         ops = [o for o in items if isinstance(o, qml.operation.Operator)]
         measurements = [m for m in items if isinstance(m, MeasurementProcess)]
+        # (semantics) TemporaryAND with traced control values: run-time flips around it
+        from cofactor.api_extensions.hybrid import expand_traced_control_values
+
+        ops = expand_traced_control_values(ops)
         for op in _decompose(ops):
             self.emit_operation(op)
         return measurements
