@@ -43,7 +43,9 @@ from cofactor.tracing import context
 from cofactor.tracing.numpy_rules import as_tracer, cast_tracer
 from cofactor.tracing.tracer import BOOL, FLOAT, Scalar, Tracer
 
-MEASUREMENT_MESSAGE = "Mid-circuit measurements cannot be used within an adjoint() or ctrl() region."
+MEASUREMENT_MESSAGE = (
+    "Mid-circuit measurements cannot be used within an adjoint() or ctrl() region."
+)
 
 # frames of the transformed calls being traced in this thread (innermost last): a recording
 # queue (phase 1), or _DISCARD while a loop/cond is traced for its classical values only
