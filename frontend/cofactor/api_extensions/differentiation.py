@@ -699,15 +699,12 @@ def _shape_of(x: Any) -> tuple[int, ...]:
 
 
 def _split_cotangents(cotangents: Any, specs: list[BufferSpec]) -> list[Any]:
-    """The user's cotangents, one per result: a bare array for a single result, else a
-    list/tuple (possibly nested like the results)."""
-    if len(specs) == 1 and not (
-        isinstance(cotangents, tuple | list)
-        and len(cotangents) == 1
-        and _shape_of(cotangents) != specs[0].shape
-    ):
-        return [cotangents]
+    """The user's cotangents, one per result: a bare array (or nested list of numbers of the
+    result's shape) for a single result, else a list/tuple whose leaves are the cotangents,
+    as Catalyst flattens them."""
     if not isinstance(cotangents, tuple | list):
+        return [cotangents]
+    if len(specs) == 1 and _is_leaf(cotangents) and _shape_of(cotangents) == specs[0].shape:
         return [cotangents]
     cts: list[Any] = []
     for c in cotangents:
