@@ -147,7 +147,8 @@ Operation &makeGate(int64_t gateId, const double *params, int64_t numParams, con
         fail(CF_ERR_INVALID_ARGUMENT, "unknown gate id ", gateId, " (gates.def has ", int(CF_GATE_COUNT),
              " gates)");
     const GateInfo &info = kGateInfo[gateId];
-    if (numParams != info.numParams || (numParams > 0 && !params))
+    if (numParams > 0 && !params) fail(CF_ERR_INVALID_ARGUMENT, info.name, ": the parameter array is NULL");
+    if (numParams != info.numParams)
         fail(CF_ERR_INVALID_ARGUMENT, info.name, " takes ", info.numParams, " parameter(s), got ",
              numParams);
     const bool wiresOk = info.numWires < 0 ? numWires >= 1 : numWires == info.numWires;

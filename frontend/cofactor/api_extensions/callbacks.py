@@ -151,6 +151,31 @@ def _poison(views: list[np.ndarray]) -> None:
         v[...] = np.nan if v.dtype.kind in "fc" else 0
 
 
+# (semantics, D19) a compiled circuit run by a callback that a running circuit called takes
+# over the thread's runtime device (one per thread) and releases it: the calling circuit
+# would fail later with "no current device". Detected after the callback returns.
+_NESTED_CIRCUIT = (
+    "callback {name} ran a compiled quantum circuit while it was called from a running "
+    "circuit: a thread has one quantum device, and the inner circuit took it over. Call "
+    "compiled circuits from the classical part of the program (outside the QNode), or "
+    "compute the callback's value without a compiled circuit."
+)
+
+
+def _device_active() -> bool | None:
+    """Whether this thread's runtime has a device; None when an error is already pending
+    (then nothing is queried, and the error slot is left as it is)."""
+    from cofactor.launcher import _runtime
+
+    rt = _runtime()
+    if rt.cf_rt_error_code() != 0:
+        return None
+    if rt.cf_rt_num_qubits() >= 0:
+        return True
+    rt.cf_rt_clear_error()  # the "no current device" error the query itself set
+    return False
+
+
 def _trampoline(callback_id: int, kind: int, num_args: int, args: Any) -> int:
     """Called by compiled code through `cf_rt_callback`; never raises."""
     try:
@@ -171,12 +196,15 @@ def _trampoline(callback_id: int, kind: int, num_args: int, args: Any) -> int:
             _poison(written)
             return 1
         try:
+            had_device = _device_active()
             ins = pytree.unflatten(entry.in_tree, [v.copy() for v in views[:n_in]])
             if kind == 0:
                 entry.callback._run_primal(entry, ins, views[n_in:])
             else:
                 cts = [v.copy() for v in views[n_in : n_in + n_out]]
                 entry.callback._run_vjp(entry, ins, cts, views[n_in + n_out :])
+            if had_device and _device_active() is False:
+                raise RuntimeExecutionError(_NESTED_CIRCUIT.format(name=entry.callback.name))
         except BaseException as err:  # noqa: BLE001 - kept and re-raised by the launcher
             _STATE.pending = err
             _poison(written)
