@@ -346,3 +346,78 @@ def test_cofactor_spellings():
 
     for v in (0, 1):
         np.testing.assert_allclose(c(3, v), ref(3, v), atol=1e-10)
+
+
+def test_adjoint_and_ctrl_of_cond_returning_a_value():
+    def f(x):
+        @qml.cond(x > 0.5)
+        def branch():
+            qml.RY(x, wires=0)
+            return x * 2.0
+
+        @branch.otherwise
+        def branch():
+            qml.RZ(x, wires=0)
+            return x * 3.0
+
+        y = branch()
+        qml.RX(y, wires=0)  # uses the cond's result after it
+
+    def c(x):
+        _prep(2)
+        qml.adjoint(f)(x)
+        qml.ctrl(f, control=1)(x)
+
+    _compare(c, 2, 0.9)
+    _compare(c, 2, 0.2)
+
+
+def test_adjoint_for_loop_with_traced_step():
+    def f(lo, hi, step):
+        @qml.for_loop(lo, hi, step)
+        def body(i):
+            qml.RX(0.2 * i + 0.1, wires=0)
+            qml.RY(0.3, wires=0)
+
+        body()
+
+    def c(lo, hi, step):
+        _prep(1)
+        qml.adjoint(f)(lo, hi, step)
+
+    for args in [(0, 7, 2), (7, 0, -3), (0, 5, -1), (2, 2, 1)]:
+        _compare(c, 1, *args)
+
+
+def test_gradient_through_an_adjoint_loop_matches_pennylane():
+    def f(x, n):
+        @qml.for_loop(0, n, 1)
+        def body(i):
+            qml.RX(x * (i + 1), wires=0)
+            qml.RY(0.5 * x, wires=1)
+            qml.CNOT([0, 1])
+
+        body()
+
+    def circuit(x, n):
+        qml.Hadamard(0)
+        qml.adjoint(f)(x, n)
+        return qml.expval(qml.Z(0) @ qml.Z(1))
+
+    ref = qml.grad(qml.QNode(circuit, qml.device("default.qubit", wires=2)), argnums=0)
+    compiled = qml.qjit(
+        cofactor.grad(qml.QNode(circuit, qml.device("lightning.qubit", wires=2)), argnums=0),
+        compiler="cofactor",
+    )
+    x = qml.numpy.array(0.37, requires_grad=True)
+    assert compiled(0.37, 3) == pytest.approx(ref(x, 3), abs=1e-10)
+
+
+def test_adjoint_of_templates_and_operator_classes():
+    def c(x):
+        _prep(2)
+        qml.adjoint(qml.QFT)(wires=[0, 1])
+        qml.adjoint(lambda: qml.StronglyEntanglingLayers(x, wires=[0, 1]), lazy=False)()
+        qml.ctrl(qml.RX, control=1)(0.4, wires=0)
+
+    _compare(c, 2, np.linspace(0.1, 1.2, 12).reshape(2, 2, 3))

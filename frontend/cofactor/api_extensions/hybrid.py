@@ -242,7 +242,11 @@ def _emit(item: Any, t: Transform) -> None:
     elif isinstance(item, _CondNode):
 
         def wrap(fn: Callable) -> Callable:
-            return lambda *a, **k: call_transformed(fn, a, k, t) and None
+            # the branch's results were computed when it was recorded: none here
+            def branch(*a: Any, **k: Any) -> None:
+                call_transformed(fn, a, k, t)
+
+            return branch
 
         branches = [(p, wrap(f)) for p, f in item.branches]
         otherwise = wrap(item.otherwise_fn) if item.otherwise_fn is not None else None
