@@ -421,3 +421,16 @@ def test_adjoint_of_templates_and_operator_classes():
         qml.ctrl(qml.RX, control=1)(0.4, wires=0)
 
     _compare(c, 2, np.linspace(0.1, 1.2, 12).reshape(2, 2, 3))
+
+
+@pytest.mark.parametrize("v", [[0, 1], [1, 0]])
+def test_traced_temporary_and_inside_adjoint_and_ctrl(v):
+    def c(v):
+        qml.Hadamard(0)
+        qml.Hadamard(1)
+        qml.Hadamard(3)
+        qml.TemporaryAND(wires=[0, 1, 2], control_values=v)
+        qml.ctrl(lambda: qml.TemporaryAND(wires=[0, 1, 2], control_values=v), control=3)()
+        qml.adjoint(lambda: qml.TemporaryAND(wires=[0, 1, 2], control_values=v))()
+
+    _compare(c, 4, np.array(v), measure="probs")

@@ -352,28 +352,48 @@ def flip_ops(wires: list[Any], values: list[Any], sign: float) -> list[qml.opera
         ]
 
 
+def _with_static_values(op: Any) -> tuple[Any, list[Any], list[Any]] | None:
+    """For a TemporaryAND with traced control values, possibly inside Adjoint/Controlled
+    wrappers: (the same operator with those values set to 1, its control wires, the
+    values); None for any other operator."""
+    if isinstance(op, qml.TemporaryAND):
+        values = list(op.hyperparameters["control_values"])
+        if not any(is_traced(v) for v in values):
+            return None
+        new = qml.TemporaryAND(op.wires, control_values=[1 if is_traced(v) else v for v in values])
+        return new, list(op.wires[:2]), values
+    if isinstance(op, qml.ops.Adjoint | qml.ops.Controlled):
+        inner = _with_static_values(op.base)
+        if inner is None:
+            return None
+        base, wires, values = inner
+        if isinstance(op, qml.ops.Adjoint):
+            return qml.ops.Adjoint(base), wires, values
+        wrapped = create_controlled_op(
+            base,
+            op.control_wires,
+            control_values=list(op.control_values),
+            work_wires=op.work_wires or None,
+            work_wire_type=op.work_wire_type,
+        )
+        return wrapped, wires, values
+    return None
+
+
 def expand_traced_control_values(ops: list[Any]) -> list[Any]:
-    """Operators whose control values are traced (`TemporaryAND(control_values=v)` and its
-    adjoint) -> flips, the all-ones operator, flips back. Other operators are unchanged."""
+    """Operators whose control values are traced (`TemporaryAND(control_values=v)`, also
+    adjointed or controlled) -> flips, the all-ones operator, flips back (the flipped wires
+    are the TemporaryAND's own controls, so the flips need no outer control). Other
+    operators are unchanged."""
     out: list[Any] = []
     for op in ops:
-        adjoint = isinstance(op, qml.ops.Adjoint)
-        base = op.base if adjoint else op
-        if not isinstance(base, qml.TemporaryAND):
-            out.append(op)
-            continue
-        values = base.hyperparameters["control_values"]
-        if not any(is_traced(v) for v in values):
-            out.append(op)
-            continue
-        wires = list(base.wires[:2])
         with qml.QueuingManager.stop_recording():
-            new = qml.TemporaryAND(
-                base.wires, control_values=[1 if is_traced(v) else v for v in values]
-            )
-            if adjoint:
-                new = qml.ops.Adjoint(new)
-        out += [*flip_ops(wires, list(values), 1.0), new, *flip_ops(wires, list(values), -1.0)]
+            found = _with_static_values(op)
+        if found is None:
+            out.append(op)
+            continue
+        new, wires, values = found
+        out += [*flip_ops(wires, values, 1.0), new, *flip_ops(wires, values, -1.0)]
     return out
 
 
