@@ -57,3 +57,23 @@ def test_compiled_circuit_inside_a_callback_of_a_circuit_says_so():
         return through_inner(x) * 2.0
 
     assert classical(0.3) == pytest.approx(2 * np.cos(0.3))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"wires": [0, 1]}, "Only one element is supported for the 'wires' parameter"),
+        ({"wires": 0, "postselect": 2}, "postselect must be 0 or 1"),
+        ({"wires": 0, "postselect": "1"}, "postselect must be 0 or 1"),
+    ],
+)
+def test_bad_measure_arguments_are_type_errors(kwargs, match):
+    """Catalyst's measure raises TypeError for these."""
+
+    @qml.qnode(qml.device("lightning.qubit", wires=2))
+    def c():
+        qml.measure(**kwargs)
+        return qml.probs()
+
+    with pytest.raises(TypeError, match=match):
+        qml.qjit(c, compiler="cofactor")()

@@ -17,6 +17,7 @@ from pennylane.ops.op_math.adjoint import create_adjoint_op
 from pennylane.ops.op_math.controlled import create_controlled_op
 
 from cofactor.api_extensions import hybrid
+from cofactor.errors import CompileTypeError
 from cofactor.tracing.qnode import measure as _measure
 from cofactor.tracing.tracer import Tracer
 
@@ -30,6 +31,20 @@ def measure(wires: Any, reset: bool = False, postselect: int | None = None) -> T
     if hybrid.in_region():
         # as Catalyst: an adjoint/ctrl region cannot contain a measurement
         raise ValueError(hybrid.MEASUREMENT_MESSAGE)
+    # Catalyst's argument checks, with its exception type (TypeError)
+    listed = list(wires) if isinstance(wires, list | tuple | qml.wires.Wires) else [wires]
+    if len(listed) != 1:
+        raise CompileTypeError(
+            f"Only one element is supported for the 'wires' parameter, got {listed}: measure "
+            "one wire per call"
+        )
+    if postselect is not None and (
+        isinstance(postselect, Tracer) or isinstance(postselect, str) or postselect not in (0, 1)
+    ):
+        raise CompileTypeError(
+            f"postselect must be 0 or 1 (or None), got {postselect!r}: it selects the outcome "
+            "kept, and must be known at compile time"
+        )
     return _measure(wires, reset=reset, postselect=postselect)
 
 
