@@ -16,7 +16,7 @@ import pennylane as qml
 import pytest
 
 import cofactor
-from cofactor import RuntimeExecutionError, grad, qjit
+from cofactor import RuntimeExecutionError, for_loop, grad, qjit
 
 pytestmark = pytest.mark.needs_toolchain
 
@@ -114,6 +114,55 @@ def test_index_error_in_a_loop_reports_the_first_bad_index():
         """
     )
     assert out.strip() == "index 4 is out of bounds for axis 0 with size 4"
+
+
+def test_traced_store_in_a_loop_carry():
+    @qjit
+    def shift(x, n: int):
+        @for_loop(0, n, 1)
+        def body(k, y):
+            y[k] = y[k - 1] * 2.0
+            return y
+
+        return body(x * 1.0)
+
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(shift(x, 3), [6.0, 12.0, 24.0])
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
+        shift(x, 5)
+
+
+def test_grad_through_a_traced_store():
+    @qjit
+    def g(x, i):
+        def f(x):
+            y = x * 1.0
+            y[i] = x[0] ** 2
+            return np.sum(y * y)
+
+        return grad(f)(x)
+
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(g(x, 1), [2 + 4, 0.0, 6.0])  # x0^2 + x0^4 + x2^2
+    with pytest.raises(IndexError, match="index -4 is out of bounds for axis 0 with size 3"):
+        g(x, -4)
+
+
+def test_grad_of_a_circuit_with_traced_indices_matches_pennylane():
+    def circuit(p, i):
+        qml.RX(p[i], 0)
+        qml.RY(p[i - 1], 1)
+        return qml.expval(qml.Z(0) @ qml.Z(1))
+
+    c = qml.QNode(circuit, qml.device("lightning.qubit", wires=2))
+    ref = qml.QNode(circuit, qml.device("default.qubit", wires=2))
+    g = qjit(lambda p, i: grad(c, argnums=0)(p, i))
+    p = np.array([0.1, 0.2, 0.3])
+    for i in (2, 0, -2):
+        expected = qml.grad(lambda p, i=i: ref(p, i))(qml.numpy.array(p, requires_grad=True))
+        np.testing.assert_allclose(g(p, i), expected, atol=1e-12)
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
+        g(p, 3)
 
 
 def test_grad_through_a_traced_index():
@@ -228,6 +277,7 @@ OBSERVABLES = [
 
 
 @pytest.mark.parametrize("obs", OBSERVABLES)
+@pytest.mark.filterwarnings("ignore:Casting complex values to real")  # default.qubit's var
 def test_identity_terms_match_pennylane(obs):
     def circuit(x):
         qml.RX(x, 0)
