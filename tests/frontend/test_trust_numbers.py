@@ -273,6 +273,9 @@ OBSERVABLES = [
     lambda: qml.Identity(0),
     lambda: qml.Hamiltonian([0.5, 1.0, -0.3], [qml.Identity(0), qml.Z(0), qml.X(0) @ qml.Y(1)]),
     lambda: qml.X(1) @ qml.Identity(0) @ qml.X(1),
+    lambda: qml.Identity() @ qml.Z(0),
+    lambda: qml.Identity(0) @ qml.Identity(1),
+    lambda: 2.0 * (qml.Identity() @ qml.Y(1)) + qml.Identity(),
 ]
 
 

@@ -194,7 +194,13 @@ class QuantumScope:
             wires = [self.wire(w) for w in obs.wires]
             return b.res(generic_op("quantum.obs_hermitian", [matrix, *wires], [obs_type]))
         if isinstance(obs, qml.ops.Prod) and _disjoint(obs.operands):
-            factors = [self.emit_observable(o) for o in obs.operands]
+            # a wireless I() factor changes nothing (and would take a wire another has)
+            operands = [o for o in obs.operands if o.name != "Identity" or len(o.wires)]
+            if len(operands) == 1:
+                return self.emit_observable(operands[0])
+            if not operands:
+                return self.emit_observable(qml.Identity())
+            factors = [self.emit_observable(o) for o in operands]
             return b.res(generic_op("quantum.obs_tensor", factors, [obs_type]))
         if isinstance(obs, qml.ops.Sum | qml.ops.SProd | qml.ops.LinearCombination | qml.ops.Prod):
             coeffs, terms = obs.terms()
