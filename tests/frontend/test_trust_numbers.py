@@ -96,6 +96,60 @@ def test_traced_index_on_a_later_axis_names_that_axis():
     ]
 
 
+def test_traced_indexing_agrees_with_numpy_everywhere():
+    """Every index from -6 to 5 on a 3x4 array, through each indexing form: the same
+    value as numpy, or the same IndexError message."""
+    out = run_isolated(
+        """
+        import itertools
+
+        def store_scalar(m, i, j):
+            y = m * 1.0
+            y[i, j] = -1.0
+            return y
+
+        def store_row(m, i, j):
+            y = m * 1.0
+            y[i] = m[0] * 10.0
+            return y
+
+        forms = {
+            "m[i, j]": lambda m, i, j: m[i, j],
+            "m[i]": lambda m, i, j: m[i],
+            "m[:, j]": lambda m, i, j: m[:, j],
+            "m[i, 1:]": lambda m, i, j: m[i, 1:],
+            "m[..., j]": lambda m, i, j: m[..., j],
+            "m[None, i]": lambda m, i, j: m[None, i],
+            "(2m)[i, j]": lambda m, i, j: (m * 2.0)[i, j],
+            "(2m)[:, j]": lambda m, i, j: (m * 2.0)[:, j],
+            "y[i, j] = v": store_scalar,
+            "y[i] = row": store_row,
+        }
+        m = np.arange(12.0).reshape(3, 4)
+        checked = 0
+        for name, fn in forms.items():
+            compiled = cofactor.qjit(fn)
+            for i, j in itertools.product(range(-6, 6), repeat=2):
+                try:
+                    expected = fn(m, i, j)
+                except IndexError as e:
+                    expected = e
+                try:
+                    got = compiled(m, i, j)
+                except IndexError as e:
+                    got = e
+                if isinstance(expected, IndexError):
+                    assert str(got) == str(expected), (name, i, j, got, expected)
+                else:
+                    assert np.array_equal(got, expected), (name, i, j, got, expected)
+                checked += 1
+        print(checked)
+        """,
+        timeout=300,
+    )
+    assert out.strip() == str(10 * 144)
+
+
 def test_index_error_in_a_loop_reports_the_first_bad_index():
     out = run_isolated(
         """
