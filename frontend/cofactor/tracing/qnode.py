@@ -685,10 +685,10 @@ def capture_qnode_calls() -> Iterator[None]:
         qml.math.is_abstract = original_is_abstract
 
 
-class PostselectError(TypeError, ValueError):
-    """A bad `postselect` value. Catalyst raises TypeError ("postselect must be '0' or '1',
-    got ...") and a bad value is a ValueError in Python's terms: this is both, so code written
-    against either catches it."""
+class PostselectError(CompileError, TypeError, ValueError):
+    """A bad `postselect` value: a program cofactor refuses. Catalyst raises TypeError
+    ("postselect must be '0' or '1', got ...") and a bad value is a ValueError in Python's
+    terms: this is all three, so code written against any of them catches it."""
 
 
 def _postselect_value(postselect: Any) -> int | None:
