@@ -159,15 +159,30 @@ def test_index_error_in_a_loop_reports_the_first_bad_index():
             def body(k, acc):
                 return acc + x[start + k]
             return body(0.0)
+        @cofactor.qjit
+        def walk(x, start):
+            @cofactor.while_loop(lambda k, acc: k < start + 6)
+            def body(k, acc):
+                return k + 1, acc + x[k]
+            return body(start, 0.0)[1]
+
         x = np.arange(4.0)
         assert total(x, -4) == x[-4:].sum() + x[:2].sum()
+        assert walk(x, -4) == x[-4:].sum() + x[:2].sum()
         try:
-            total(x, 1)   # indices 1..6: 4 is the first out of range, then 5 and 6 succeed
+            walk(x, -6)   # indices -6..-1: -6 and -5 are out of range; the first is reported
+        except IndexError as e:
+            print(e)
+        try:
+            total(x, 1)   # indices 1..6: 4, 5 and 6 are out of range; the first is reported
         except IndexError as e:
             print(e)
         """
     )
-    assert out.strip() == "index 4 is out of bounds for axis 0 with size 4"
+    assert out.splitlines() == [
+        "index -6 is out of bounds for axis 0 with size 4",
+        "index 4 is out of bounds for axis 0 with size 4",
+    ]
 
 
 def test_traced_store_in_a_loop_carry():
