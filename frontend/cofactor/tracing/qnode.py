@@ -39,7 +39,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, UnitAttr, f64, i1, i64
 from xdsl.ir import Block, Region, SSAValue
 
-from cofactor.errors import CompileError
+from cofactor.errors import CompileError, CompileTypeError
 from cofactor.ir.builder import memref_type, quantum_attrs
 from cofactor.ir.mlir15 import ObsType, generic_op
 from cofactor.launcher import BufferSpec
@@ -689,7 +689,7 @@ def capture_qnode_calls() -> Iterator[None]:
         qml.math.is_abstract = original_is_abstract
 
 
-class PostselectError(CompileError, TypeError, ValueError):
+class PostselectError(CompileTypeError, ValueError):
     """A bad `postselect` value: a program cofactor refuses. Catalyst raises TypeError
     ("postselect must be '0' or '1', got ...") and a bad value is a ValueError in Python's
     terms: this is all three, so code written against any of them catches it."""
