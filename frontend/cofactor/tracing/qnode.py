@@ -411,13 +411,16 @@ def call_qnode(qnode: Any, args: tuple, kwargs: dict) -> Any:
     captured = [c.cell_contents for c in cells]
     specs = tuple(BufferSpec(t.shape, t.dtype) for t in [*dynamic, *captured])
     static = tuple(_static_key(x) for x in leaves if not _is_dynamic(x))
-    key = (id(qnode), tree, specs, static)
+    # The body is traced differently when Enzyme differentiates it (libm calls become
+    # differentiable math ops, sqrt is guarded at 0): a primal trace cannot serve a gradient.
+    differentiated = context.differentiation_method(ctx) == "auto"
+    key = (id(qnode), tree, specs, static, differentiated)
     entry = ctx.functions.get(key)
     if entry is None:
         entry = _emit_qnode_function(qnode, tree, leaves, specs, cells)
         ctx.functions[key] = entry
     name, out_tree, out_leaves = entry
-    if context.differentiation_method(ctx) == "auto":
+    if differentiated:
         check_differentiable(ctx.qnode_info[name])
     return _emit_call(name, [*dynamic, *captured], out_tree, out_leaves)
 
