@@ -36,19 +36,23 @@ from pennylane.measurements import (
     VarianceMP,
 )
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, StringAttr, UnitAttr, f64, i1, i64
+from xdsl.dialects.builtin import IntegerAttr, StringAttr, UnitAttr, i1, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from cofactor.errors import CompileError, CompileTypeError
 from cofactor.ir.builder import memref_type, quantum_attrs
-from cofactor.ir.mlir15 import ObsType, generic_op
+from cofactor.ir.mlir15 import generic_op
 from cofactor.launcher import BufferSpec
-from cofactor.tracing import context, pytree
-from cofactor.tracing.numpy_rules import as_scalar, as_tracer, cast_tracer, store_tracer
+from cofactor.tracing import context, decompositions, observables, pytree
+from cofactor.tracing.numpy_rules import as_tracer, cast_tracer, store_tracer
+from cofactor.tracing.observables import NAMED_OBSERVABLES  # noqa: F401 (re-exported)
+from cofactor.tracing.observables import complex_matrix_memref as _complex_matrix_memref
+from cofactor.tracing.observables import depends_on_arguments as _depends_on_arguments
+from cofactor.tracing.observables import f64_value as _f64
+from cofactor.tracing.observables import is_dynamic as _is_dynamic
 from cofactor.tracing.tracer import BOOL, COMPLEX, FLOAT, INT, Scalar, Tracer
 
 SUPPORTED_DEVICES = ("default.qubit", "lightning.qubit")
-NAMED_OBSERVABLES = ("Identity", "PauliX", "PauliY", "PauliZ", "Hadamard")
 SKIPPED_OPS = ("Identity", "Barrier", "Snapshot")
 
 
@@ -177,70 +181,14 @@ class QuantumScope:
 
     # -- observables and measurements ------------------------------------------------
     def emit_observable(self, obs: qml.operation.Operator) -> SSAValue:
-        b = context.current().builder
-        obs_type = ObsType()
-        if obs.name in NAMED_OBSERVABLES and len(obs.wires) == 1:
-            attrs = quantum_attrs(kind=obs.name)
-            return b.res(
-                generic_op("quantum.obs_named", [self.wire(obs.wires[0])], [obs_type], attrs)
-            )
-        if obs.name == "Identity":
-            # Identity on any number of wires (and the wireless `I()` that operator
-            # arithmetic makes of `Z(0) @ Z(0)` or of an Identity term) has eigenvalue 1:
-            # the runtime's one-wire Identity on any wire of the device measures the same.
-            wire = self.wire(obs.wires[0]) if len(obs.wires) else self._some_wire(obs)
-            attrs = quantum_attrs(kind="Identity")
-            return b.res(generic_op("quantum.obs_named", [wire], [obs_type], attrs))
-        if obs.name == "Hermitian":
-            if _depends_on_arguments(obs.parameters[0]):
-                self.traced_constants.append(f"the matrix of the Hermitian observable {obs}")
-            matrix = _complex_matrix_memref(obs.parameters[0])
-            wires = [self.wire(w) for w in obs.wires]
-            return b.res(generic_op("quantum.obs_hermitian", [matrix, *wires], [obs_type]))
-        if isinstance(obs, qml.ops.Prod) and _disjoint(obs.operands):
-            # a wireless I() factor changes nothing (and would take a wire another has)
-            operands = [o for o in obs.operands if o.name != "Identity" or len(o.wires)]
-            if len(operands) == 1:
-                return self.emit_observable(operands[0])
-            if not operands:
-                return self.emit_observable(qml.Identity())
-            factors = [self.emit_observable(o) for o in operands]
-            return b.res(generic_op("quantum.obs_tensor", factors, [obs_type]))
-        if isinstance(obs, qml.ops.Sum | qml.ops.SProd | qml.ops.LinearCombination | qml.ops.Prod):
-            coeffs, terms = obs.terms()
-            if any(np.iscomplexobj(c) and np.imag(c) != 0 for c in coeffs if not _is_dynamic(c)):
-                raise CompileError(
-                    f"observable {obs} has complex coefficients (it is not Hermitian)"
-                )
-            if any(_depends_on_arguments(c) for c in coeffs):
-                self.traced_constants.append(f"the coefficients of the observable {obs}")
-            ctx = context.current()
-            buf = ctx.hoisted_alloc(memref_type((len(coeffs),), FLOAT), heap=False)
-            for i, c in enumerate(coeffs):
-                b.store(_f64(c), buf, [b.index(i)])
-            handles = [self.emit_observable(t) for t in terms]
-            return b.res(generic_op("quantum.obs_hamiltonian", [buf, *handles], [obs_type]))
-        # any other observable with a constant matrix (e.g. Projector): as a Hermitian
-        try:
-            constant = qml.matrix(obs, wire_order=obs.wires)
-            constant = np.asarray(constant, dtype=np.complex128)
-        except Exception:
-            constant = None
-        if constant is not None:
-            matrix = _complex_matrix_memref(constant)
-            wires = [self.wire(w) for w in obs.wires]
-            return b.res(generic_op("quantum.obs_hermitian", [matrix, *wires], [obs_type]))
-        raise CompileError(f"observable {obs.name} is not supported by cofactor")
+        return observables.emit_observable(self, obs)
 
     def emit_measurement(self, mp: MeasurementProcess) -> Tracer:
         """Emit a terminal measurement; returns its value as a memref-backed tracer."""
         b = context.current().builder
         ctx = context.current()
         if isinstance(mp, ExpectationMP | VarianceMP):
-            op = "quantum.expval" if isinstance(mp, ExpectationMP) else "quantum.var"
-            handle = self.emit_observable(mp.obs)
-            value = b.res(generic_op(op, [handle], [f64]))
-            return Tracer.scalar(value, FLOAT)
+            return observables.emit_expval_or_var(self, mp.obs, isinstance(mp, VarianceMP))
         if isinstance(mp, StateMP) and type(mp) is StateMP:
             n = self.total_qubits()
             out = ctx.hoisted_alloc(memref_type((2**n,), COMPLEX))
@@ -308,15 +256,6 @@ class QuantumScope:
         return self.num_qubits
 
 
-def _disjoint(ops: list[Any]) -> bool:
-    seen: set[Any] = set()
-    for o in ops:
-        if seen & set(o.wires):
-            return False
-        seen |= set(o.wires)
-    return True
-
-
 def _directly_emittable(op: qml.operation.Operator) -> bool:
     if op.name in gate_set() or op.name in SKIPPED_OPS:
         return True
@@ -326,38 +265,30 @@ def _directly_emittable(op: qml.operation.Operator) -> bool:
 
 
 def _decompose(ops: list[Any]) -> list[Any]:
-    """Decompose operators down to what `emit_operation` accepts."""
+    """Decompose operators down to what `emit_operation` accepts: PennyLane's rules, except
+    for the operators cofactor has its own rule for (`decompositions`), whose results are
+    decomposed again."""
     if all(_directly_emittable(op) for op in ops):
         return ops
     tape = qml.tape.QuantumScript(ops)
     try:
         [out], _ = qml.transforms.decompose(
-            tape, gate_set=set(gate_set()), stopping_condition=_directly_emittable
+            tape,
+            gate_set=set(gate_set()),
+            stopping_condition=lambda op: _directly_emittable(op) or decompositions.has_rule(op),
         )
     except CompileError:  # e.g. a traced value used as a Python bool by a decomposition
         raise
     except Exception as err:
         names = sorted({op.name for op in ops if not _directly_emittable(op)})
         raise CompileError(f"could not decompose {', '.join(names)} for cofactor: {err}") from err
-    return list(out.operations)
-
-
-def _f64(p: Any) -> SSAValue:
-    t = as_tracer(p)
-    if t.shape != ():
-        raise CompileError(f"expected a scalar gate parameter, got an array of shape {t.shape}")
-    if t.dtype == COMPLEX:
-        raise CompileError("complex gate parameters are not supported")
-    return as_scalar(t.elems[()], FLOAT).value
-
-
-def _complex_matrix_memref(m: Any) -> SSAValue:
-    """A (traced or constant) complex matrix stored into a stack buffer memref<DxDx2xf64>."""
-    ctx = context.current()
-    t = cast_tracer(as_tracer(m), COMPLEX)
-    buf = ctx.hoisted_alloc(memref_type(t.shape, COMPLEX), heap=False)
-    store_tracer(t, buf)
-    return buf
+    result: list[Any] = []
+    for op in out.operations:
+        if _directly_emittable(op):
+            result.append(op)
+        else:
+            result += _decompose(decompositions.expand(op))
+    return result
 
 
 # ----------------------------------------------------------------------------------------
@@ -435,21 +366,6 @@ def _traced_cells(fn: Any) -> list[Any]:
         if isinstance(value, Tracer):
             cells.append(cell)
     return cells
-
-
-def _depends_on_arguments(x: Any) -> bool:
-    """Whether a traced value is not a compile-time constant."""
-    if isinstance(x, Scalar):
-        return x.const is None
-    if isinstance(x, Tracer):
-        return x._elems is None or any(_depends_on_arguments(e) for e in x._elems.flat)
-    if isinstance(x, np.ndarray) and x.dtype == object:
-        return any(_depends_on_arguments(e) for e in x.flat)
-    return False
-
-
-def _is_dynamic(x: Any) -> bool:
-    return isinstance(x, Tracer | Scalar) or (isinstance(x, np.ndarray) and x.dtype == object)
 
 
 def _emit_qnode_function(

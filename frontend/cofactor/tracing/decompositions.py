@@ -1,0 +1,246 @@
+"""cofactor's own decomposition rules, applied before PennyLane's.
+
+PennyLane's rules for a few operators do not work on traced parameters or take a JAX path
+because "a compiler is active" (`qml.compiler.active()` is true while cofactor traces):
+
+- `Exp` / `Evolution` (`qml.exp`, `qml.evolve`, the terms of `TrotterProduct`): PennyLane
+  calls `real_if_close` and multiplies in place (`coeff *= base.scalar`) on the
+  coefficient; here an exponential of a sum of *commuting* Pauli words (traced coefficients
+  allowed) becomes one `PauliRot` per word (a `GlobalPhase` for the identity word), which
+  is exact. A non-commuting sum with constant data becomes a `QubitUnitary` of its matrix;
+  with traced data it is refused (use `qml.TrotterProduct`).
+- `Controlled`, `Adjoint` and integer `Pow` of those: the rule of the base, each operator
+  controlled / adjointed (in reverse order) / repeated. So `QuantumPhaseEstimation` of a
+  Trotterised Hamiltonian with run-time coefficients becomes controlled `PauliRot`s and
+  controlled `GlobalPhase`s, never a matrix of traced values.
+- `TrotterProduct`: PennyLane's own product formula (pure Python, it builds `Evolution`s),
+  whose terms then take the `Exp` rule above.
+- `BasisState`: PennyLane's rule imports `jax.numpy` when a compiler is active; here a
+  constant state is `X` flips and a traced one is `GlobalPhase(-pi b/2) RX(pi b)` per bit
+  (exactly `X**b` for b in {0, 1}).
+
+`MultiRZ` is a runtime gate (gates.def), so its JAX-only rule is never used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pennylane as qml
+from pennylane.pauli import PauliWord
+
+from cofactor.errors import CompileError
+from cofactor.tracing.tracer import FLOAT, INT, Scalar, Tracer
+
+Term = tuple[Any, PauliWord]  # (coefficient, possibly traced; Pauli word)
+
+
+def _traced(x: Any) -> bool:
+    return isinstance(x, Tracer | Scalar) or (isinstance(x, np.ndarray) and x.dtype == object)
+
+
+def _has_traced_data(op: qml.operation.Operator) -> bool:
+    return any(_traced(d) for d in op.data)
+
+
+def has_rule(op: qml.operation.Operator) -> bool:
+    """Whether `expand` has a rule for `op` (PennyLane's decomposition then stops there)."""
+    if isinstance(op, qml.ops.Exp | qml.TrotterProduct | qml.BasisState):
+        return True
+    if isinstance(op, qml.ops.Controlled | qml.ops.Adjoint):
+        return has_rule(op.base)
+    if isinstance(op, qml.ops.Pow):
+        return _int_power(op.z) is not None and has_rule(op.base)
+    return False
+
+
+def _int_power(z: Any) -> int | None:
+    if isinstance(z, int | np.integer) and not isinstance(z, bool):
+        return int(z)
+    if isinstance(z, float | np.floating) and float(z).is_integer():
+        return int(z)
+    return None
+
+
+def expand(op: qml.operation.Operator) -> list[qml.operation.Operator]:
+    """One step of cofactor's rule for `op` (one for which `has_rule` is true)."""
+    with qml.QueuingManager.stop_recording():
+        if isinstance(op, qml.ops.Controlled):
+            return [
+                qml.ctrl(
+                    o,
+                    control=op.control_wires,
+                    control_values=op.control_values,
+                    work_wires=op.work_wires,
+                )
+                for o in expand(op.base)
+            ]
+        if isinstance(op, qml.ops.Adjoint):
+            return [qml.adjoint(o) for o in reversed(expand(op.base))]
+        if isinstance(op, qml.ops.Pow):
+            z = _int_power(op.z)
+            assert z is not None
+            base = op.base if z >= 0 else qml.adjoint(op.base)
+            return [base] * abs(z)
+        if isinstance(op, qml.ops.Exp):
+            return _exp_rule(op)
+        if isinstance(op, qml.TrotterProduct):
+            # PennyLane's product formula: Evolution(term, -t/n ...) in PennyLane's order
+            return list(op.decomposition())
+        if isinstance(op, qml.BasisState):
+            return _basis_state_rule(op)
+    raise AssertionError(f"no cofactor rule for {op}")
+
+
+# ----------------------------------------------------------------------------------------
+# exponentials of Pauli sums
+# ----------------------------------------------------------------------------------------
+def pauli_terms(op: qml.operation.Operator) -> list[Term] | None:
+    """`op` as a list of (coefficient, PauliWord) with traced coefficients kept as they are,
+    or None when `op` is not a combination of Pauli words. Repeated words are not merged."""
+    if not _has_traced_data(op):
+        rep = op.pauli_rep
+        return None if rep is None else [(c, w) for w, c in rep.items()]
+    if isinstance(op, qml.ops.SProd):
+        inner = pauli_terms(op.base)
+        return None if inner is None else [(op.scalar * c, w) for c, w in inner]
+    if isinstance(op, qml.ops.LinearCombination):
+        coeffs, ops = op.terms()
+        out: list[Term] = []
+        for c, o in zip(coeffs, ops, strict=True):
+            inner = pauli_terms(o)
+            if inner is None:
+                return None
+            out += [(c * ci, w) for ci, w in inner]
+        return out
+    if isinstance(op, qml.ops.Sum):
+        out = []
+        for o in op.operands:
+            inner = pauli_terms(o)
+            if inner is None:
+                return None
+            out += inner
+        return out
+    if isinstance(op, qml.ops.Prod):
+        acc: list[Term] = [(1.0, PauliWord({}))]
+        for factor in op.operands:
+            terms = pauli_terms(factor)
+            if terms is None:
+                return None
+            new: list[Term] = []
+            for c1, w1 in acc:
+                for c2, w2 in terms:
+                    word, phase = w1._matmul(w2)
+                    new.append((c1 * c2 * phase if phase != 1 else c1 * c2, word))
+            acc = new
+        return acc
+    return None
+
+
+def words_commute(a: PauliWord, b: PauliWord) -> bool:
+    """Two Pauli words commute iff they differ (both non-identity) on an even number of wires."""
+    clashes = sum(1 for w, p in a.items() if w in b and b[w] != p)
+    return clashes % 2 == 0
+
+
+def _real_part(x: Any) -> Any:
+    """The real part of a (traced or constant) number; a constant's imaginary part is
+    checked by the caller."""
+    if _traced(x):
+        return np.real(x) if np.iscomplexobj(_dtype_probe(x)) else x
+    return float(np.real(x))
+
+
+def _dtype_probe(x: Any) -> np.ndarray:
+    """An empty array of x's dtype (for a traced x)."""
+    from cofactor.tracing.numpy_rules import as_tracer
+
+    return np.zeros((), dtype=as_tracer(x).dtype)
+
+
+def _exp_rule(op: qml.ops.Exp) -> list[qml.operation.Operator]:
+    """exp(k * sum_j a_j P_j), all P_j commuting = prod_j PauliRot(2i k a_j, P_j)."""
+    evolution = isinstance(op, qml.ops.Evolution)
+    # Evolution(G, t) = exp(-i t G): work with the real "time" so that nothing traced is
+    # complex; for Exp(G, k) the rotation angle is Re(2i k a_j).
+    k = op.param if evolution else op.coeff
+    terms = pauli_terms(op.base)
+    if terms is None:
+        return _constant_matrix(op, "its exponent is not a combination of Pauli words")
+    words = [w for _, w in terms]
+    if not all(words_commute(a, b) for i, a in enumerate(words) for b in words[i + 1 :]):
+        return _constant_matrix(
+            op,
+            "its Pauli words do not all commute, so it is not a product of Pauli rotations "
+            "(approximate it with qml.TrotterProduct)",
+        )
+    if not evolution and _traced(k) and _dtype_probe(k).dtype in (FLOAT, INT):
+        raise CompileError(
+            f"qml.exp of {op.base} with a real traced coefficient is not unitary: use an "
+            "imaginary coefficient, e.g. qml.exp(op, 1j * t), or qml.evolve(op, t)"
+        )
+    out: list[qml.operation.Operator] = []
+    for a, word in terms:
+        if not _traced(a) and np.imag(a) != 0 and evolution:
+            raise CompileError(
+                f"qml.evolve of {op.base}: the generator has a complex coefficient {a} "
+                "(it is not Hermitian), so the evolution is not unitary"
+            )
+        if not evolution and not _traced(k) and not _traced(a) and abs(np.real(k * a)) > 1e-12:
+            raise CompileError(
+                f"qml.exp({op.base}, {k}) is not unitary (its exponent has a Hermitian part): "
+                "cofactor runs unitary operations only; use an imaginary coefficient, e.g. "
+                "qml.exp(op, 1j * t), or qml.evolve"
+            )
+        if evolution:
+            # exp(-i t a P) = PauliRot(2 t a, P)
+            theta = 2 * k * _real_part(a)
+        else:
+            theta = _real_part(2j * k * a)
+        if len(word) == 0:
+            # exp(-i theta/2) times the identity; GlobalPhase(phi) = exp(-i phi)
+            out.append(qml.GlobalPhase(theta / 2, wires=op.wires))
+            continue
+        wires = list(word.keys())
+        string = "".join(word[w] for w in wires)
+        out.append(qml.PauliRot(theta, string, wires=wires))
+    return out
+
+
+def _constant_matrix(op: qml.operation.Operator, why: str) -> list[qml.operation.Operator]:
+    if _has_traced_data(op) or _has_traced_data(op.base) or _any_traced_in(op.base):
+        raise CompileError(
+            f"cofactor cannot apply {op} with traced parameters: {why}. Its matrix would be "
+            "an exponential of traced values."
+        )
+    matrix = np.asarray(qml.matrix(op, wire_order=op.wires), dtype=np.complex128)
+    return [qml.QubitUnitary(matrix, wires=op.wires)]
+
+
+def _any_traced_in(op: qml.operation.Operator) -> bool:
+    if _has_traced_data(op):
+        return True
+    return any(_any_traced_in(o) for o in getattr(op, "operands", ()) or ()) or (
+        hasattr(op, "base") and _any_traced_in(op.base)
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# BasisState
+# ----------------------------------------------------------------------------------------
+def _basis_state_rule(op: qml.BasisState) -> list[qml.operation.Operator]:
+    state = op.parameters[0]
+    wires = list(op.wires)
+    if not _traced(state):
+        bits = np.asarray(state).reshape(-1)
+        return [qml.X(w) for w, bit in zip(wires, bits, strict=True) if bit]
+    out: list[qml.operation.Operator] = []
+    for i, w in enumerate(wires):
+        angle = state[i] * np.pi
+        # X**b = exp(i pi b / 2) RX(pi b) for b in {0, 1}; GlobalPhase(phi) = exp(-i phi)
+        out += [qml.RX(angle, wires=w), qml.GlobalPhase(-angle / 2, wires=w)]
+    return out
+
+
+__all__ = ["expand", "has_rule", "pauli_terms", "words_commute"]

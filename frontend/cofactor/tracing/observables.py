@@ -1,0 +1,223 @@
+"""Observables of terminal measurements -> `quantum.obs_*` ops.
+
+PennyLane's operator arithmetic reaches a measurement in many shapes: named Pauli
+observables, `Identity` on any number of wires (or none: `Z(0) @ Z(0)` simplifies to
+`I()`), products (`@`, `qml.prod`) on disjoint or shared wires, scalar products, sums,
+`LinearCombination`s (`qml.Hamiltonian`, every `qml.qchem` Hamiltonian), `qml.Hermitian`
+inside sums, and traced coefficients (`qml.dot(c, ops)` with `c` an argument).
+
+- A product on disjoint wires is a `quantum.obs_tensor` of its factors (a wireless `I()`
+  factor dropped); a product on shared wires is expanded by PennyLane (`terms()`) into a
+  phase times a Pauli word.
+- Sums and scalar products are a `quantum.obs_hamiltonian` over `terms()`. A coefficient
+  with a zero imaginary part (`X(0) @ Y(0) + Y(0) @ X(0)` has `0j`) counts as real.
+- A non-Hermitian combination (complex coefficients, e.g. `X(0) @ Y(0)` = `iZ(0)`) has a
+  complex expectation value in PennyLane: it is measured as two Hamiltonians, the real and
+  the imaginary parts of the coefficients, `<H> = <H_re> + i <H_im>`. Its variance is
+  refused.
+- Any other observable with a constant matrix (e.g. `Projector`) is a `quantum.obs_hermitian`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pennylane as qml
+from xdsl.dialects.builtin import f64
+from xdsl.ir import SSAValue
+
+from cofactor.errors import CompileError
+from cofactor.ir.builder import memref_type, quantum_attrs
+from cofactor.ir.mlir15 import ObsType, generic_op
+from cofactor.tracing import context
+from cofactor.tracing.numpy_rules import as_scalar, as_tracer, cast_tracer, store_tracer
+from cofactor.tracing.tracer import COMPLEX, FLOAT, Scalar, Tracer
+
+if TYPE_CHECKING:
+    from cofactor.tracing.qnode import QuantumScope
+
+NAMED_OBSERVABLES = ("Identity", "PauliX", "PauliY", "PauliZ", "Hadamard")
+_ARITHMETIC = (qml.ops.Sum, qml.ops.SProd, qml.ops.LinearCombination, qml.ops.Prod)
+
+
+# ----------------------------------------------------------------------------------------
+# helpers shared with the emission of operations
+# ----------------------------------------------------------------------------------------
+def depends_on_arguments(x: Any) -> bool:
+    """Whether a traced value is not a compile-time constant."""
+    if isinstance(x, Scalar):
+        return x.const is None
+    if isinstance(x, Tracer):
+        return x._elems is None or any(depends_on_arguments(e) for e in x._elems.flat)
+    if isinstance(x, np.ndarray) and x.dtype == object:
+        return any(depends_on_arguments(e) for e in x.flat)
+    return False
+
+
+def is_dynamic(x: Any) -> bool:
+    return isinstance(x, Tracer | Scalar) or (isinstance(x, np.ndarray) and x.dtype == object)
+
+
+def f64_value(p: Any) -> SSAValue:
+    """A scalar gate parameter / coefficient as an f64 SSA value."""
+    t = as_tracer(p)
+    if t.shape != ():
+        raise CompileError(f"expected a scalar gate parameter, got an array of shape {t.shape}")
+    if t.dtype == COMPLEX:
+        raise CompileError("complex gate parameters are not supported")
+    return as_scalar(t.elems[()], FLOAT).value
+
+
+def complex_matrix_memref(m: Any) -> SSAValue:
+    """A (traced or constant) complex matrix stored into a stack buffer memref<DxDx2xf64>."""
+    ctx = context.current()
+    t = cast_tracer(as_tracer(m), COMPLEX)
+    buf = ctx.hoisted_alloc(memref_type(t.shape, COMPLEX), heap=False)
+    store_tracer(t, buf)
+    return buf
+
+
+def disjoint(ops: list[Any]) -> bool:
+    seen: set[Any] = set()
+    for o in ops:
+        if seen & set(o.wires):
+            return False
+        seen |= set(o.wires)
+    return True
+
+
+# ----------------------------------------------------------------------------------------
+# coefficients
+# ----------------------------------------------------------------------------------------
+def _is_complex(c: Any) -> bool:
+    """Whether a coefficient has an imaginary part (traced complex counts as having one)."""
+    if is_dynamic(c):
+        return as_tracer(c).dtype == COMPLEX
+    return bool(np.iscomplexobj(c) and np.imag(c) != 0)
+
+
+def _part(c: Any, part: str) -> Any:
+    """The real or imaginary part of a coefficient (a constant stays a Python float)."""
+    if is_dynamic(c):
+        t = as_tracer(c)
+        if t.dtype != COMPLEX:
+            return t if part == "real" else 0.0
+        return np.real(t) if part == "real" else np.imag(t)
+    return float(np.real(c) if part == "real" else np.imag(c))
+
+
+def _terms(obs: qml.operation.Operator) -> tuple[list[Any], list[qml.operation.Operator]]:
+    """obs.terms(), or, when PennyLane cannot multiply traced coefficients into its Pauli
+    representation, cofactor's expansion into Pauli words."""
+    try:
+        coeffs, ops = obs.terms()
+        return list(coeffs), list(ops)
+    except TypeError:
+        from cofactor.tracing.decompositions import pauli_terms
+
+        found = pauli_terms(obs)
+        if found is None:
+            raise
+        return [c for c, _ in found], [w.operation(wire_order=list(w)) for _, w in found]
+
+
+def is_hermitian_combination(obs: qml.operation.Operator) -> bool:
+    """False when the observable's coefficients have imaginary parts (not Hermitian)."""
+    if not isinstance(obs, _ARITHMETIC):
+        return True
+    if isinstance(obs, qml.ops.Prod) and disjoint(obs.operands):
+        return all(is_hermitian_combination(o) for o in obs.operands)
+    coeffs, _ = _terms(obs)
+    return not any(_is_complex(c) for c in coeffs)
+
+
+# ----------------------------------------------------------------------------------------
+# emission
+# ----------------------------------------------------------------------------------------
+def emit_observable(
+    scope: QuantumScope, obs: qml.operation.Operator, part: str = "real"
+) -> SSAValue:
+    """The handle of `obs`; `part="imag"`: the Hamiltonian of its coefficients' imaginary
+    parts (the coefficients of a Hermitian observable are taken as real)."""
+    b = context.current().builder
+    obs_type = ObsType()
+    if obs.name in NAMED_OBSERVABLES and len(obs.wires) == 1:
+        attrs = quantum_attrs(kind=obs.name)
+        return b.res(generic_op("quantum.obs_named", [scope.wire(obs.wires[0])], [obs_type], attrs))
+    if obs.name == "Identity":
+        # Identity on any number of wires (and the wireless `I()` that operator arithmetic
+        # makes of `Z(0) @ Z(0)` or of an Identity term) has eigenvalue 1: the runtime's
+        # one-wire Identity on any wire of the device measures the same.
+        wire = scope.wire(obs.wires[0]) if len(obs.wires) else scope._some_wire(obs)
+        attrs = quantum_attrs(kind="Identity")
+        return b.res(generic_op("quantum.obs_named", [wire], [obs_type], attrs))
+    if obs.name == "Hermitian":
+        if depends_on_arguments(obs.parameters[0]):
+            scope.traced_constants.append(f"the matrix of the Hermitian observable {obs}")
+        matrix = complex_matrix_memref(obs.parameters[0])
+        wires = [scope.wire(w) for w in obs.wires]
+        return b.res(generic_op("quantum.obs_hermitian", [matrix, *wires], [obs_type]))
+    if part == "real" and isinstance(obs, qml.ops.Prod) and disjoint(obs.operands):
+        # a wireless I() factor changes nothing (and would take a wire another has)
+        operands = [o for o in obs.operands if o.name != "Identity" or len(o.wires)]
+        if all(is_hermitian_combination(o) for o in operands):
+            if len(operands) == 1:
+                return emit_observable(scope, operands[0])
+            if not operands:
+                return emit_observable(scope, qml.Identity())
+            factors = [emit_observable(scope, o) for o in operands]
+            return b.res(generic_op("quantum.obs_tensor", factors, [obs_type]))
+    if isinstance(obs, _ARITHMETIC):
+        coeffs, terms = _terms(obs)
+        if any(depends_on_arguments(c) for c in coeffs):
+            scope.traced_constants.append(f"the coefficients of the observable {obs}")
+        ctx = context.current()
+        buf = ctx.hoisted_alloc(memref_type((len(coeffs),), FLOAT), heap=False)
+        for i, c in enumerate(coeffs):
+            b.store(f64_value(_part(c, part)), buf, [b.index(i)])
+        handles = [emit_observable(scope, t) for t in terms]
+        return b.res(generic_op("quantum.obs_hamiltonian", [buf, *handles], [obs_type]))
+    # any other observable with a constant matrix (e.g. Projector): as a Hermitian
+    try:
+        constant = qml.matrix(obs, wire_order=obs.wires)
+        constant = np.asarray(constant, dtype=np.complex128)
+    except Exception:
+        constant = None
+    if constant is not None:
+        matrix = complex_matrix_memref(constant)
+        wires = [scope.wire(w) for w in obs.wires]
+        return b.res(generic_op("quantum.obs_hermitian", [matrix, *wires], [obs_type]))
+    raise CompileError(f"observable {obs.name} is not supported by cofactor")
+
+
+def emit_expval_or_var(scope: QuantumScope, obs: qml.operation.Operator, var: bool) -> Tracer:
+    """`quantum.expval` / `quantum.var` of `obs` as a traced scalar (complex for an
+    expectation value of a non-Hermitian combination, as PennyLane returns it)."""
+    b = context.current().builder
+    op = "quantum.var" if var else "quantum.expval"
+    if is_hermitian_combination(obs):
+        handle = emit_observable(scope, obs)
+        return Tracer.scalar(b.res(generic_op(op, [handle], [f64])), FLOAT)
+    if var:
+        raise CompileError(
+            f"qml.var({obs}): the observable has complex coefficients (it is not Hermitian), "
+            "so its variance is not defined"
+        )
+    scope.traced_constants.append(
+        f"the complex expectation value of the non-Hermitian observable {obs}"
+    )
+    real = Tracer.scalar(b.res(generic_op(op, [emit_observable(scope, obs)], [f64])), FLOAT)
+    imag_handle = emit_observable(scope, obs, part="imag")
+    imag = Tracer.scalar(b.res(generic_op(op, [imag_handle], [f64])), FLOAT)
+    return real + 1j * imag
+
+
+__all__ = [
+    "complex_matrix_memref",
+    "depends_on_arguments",
+    "emit_expval_or_var",
+    "emit_observable",
+    "f64_value",
+    "is_dynamic",
+]
