@@ -350,3 +350,71 @@ def test_controlled_traced_basis_state_keeps_the_phase(decomposition_system):
 
     for bits in (np.array([1, 0]), np.array([1, 1])):
         np.testing.assert_allclose(qjit(circuit)(bits), circuit(bits), atol=1e-12)
+
+
+def test_phase_estimation_with_the_graph_decomposition_system(decomposition_system):
+    qpe = _qpe(1)
+    c = np.array([0.3, -0.7, 0.45, 0.2, 0.6])
+    np.testing.assert_allclose(qjit(qpe)(c), qpe(c), atol=1e-10)
+
+
+_W = np.random.default_rng(0).normal(size=(2, 4, 3))
+TEMPLATES = {
+    # the graph system's rules for these loop with qml.for_loop and index Wires (or
+    # jax.numpy arrays) with the traced loop index: cofactor lowers them with PennyLane's
+    # legacy rules instead
+    "StronglyEntanglingLayers": lambda x: qml.StronglyEntanglingLayers(_W * x, wires=range(4)),
+    "BasisRotation": lambda x: (
+        qml.RY(x, 0),
+        qml.X(1),
+        qml.BasisRotation(
+            wires=range(3),
+            unitary_matrix=_ORTHOGONAL,
+        ),
+    ),
+    "UCCSD": lambda x: qml.UCCSD(
+        np.array([0.1, 0.2, 0.3]) * x,
+        wires=range(4),
+        s_wires=[[0, 1, 2], [1, 2, 3]],
+        d_wires=[[[0, 1], [2, 3]]],
+        init_state=np.array([1, 1, 0, 0]),
+    ),
+    "GroverOperator": lambda x: (qml.RY(x, 0), qml.GroverOperator(wires=range(4))),
+    "AQFT": lambda x: (qml.RY(x, 0), qml.AQFT(order=1, wires=range(4))),
+}
+_ORTHOGONAL = np.linalg.qr(np.random.default_rng(1).normal(size=(3, 3)))[0]
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES))
+def test_templates_with_the_graph_decomposition_system(name, decomposition_system):
+    @qml.qnode(qml.device("default.qubit", wires=4))
+    def circuit(x):
+        TEMPLATES[name](x)
+        return qml.probs(wires=range(4))
+
+    np.testing.assert_allclose(qjit(circuit)(0.7), circuit(0.7), atol=1e-10)
+
+
+class _GraphOnlyOp(qml.operation.Operation):
+    """An operator with a graph-system rule only (no legacy decomposition)."""
+
+    num_wires = 2
+    num_params = 1
+
+
+@qml.register_resources({qml.RX: 1, qml.CNOT: 1})
+def _graph_only_rule(theta, wires, **_):
+    qml.RX(theta, wires[0])
+    qml.CNOT(wires)
+
+
+qml.add_decomps(_GraphOnlyOp, _graph_only_rule)
+
+
+def test_operator_with_a_graph_rule_only(decomposition_system):
+    @qml.qnode(qml.device("default.qubit", wires=2))
+    def circuit(x):
+        _GraphOnlyOp(x, wires=[0, 1])
+        return qml.probs(wires=[0, 1])
+
+    np.testing.assert_allclose(qjit(circuit)(0.5), circuit(0.5), atol=1e-12)

@@ -19,11 +19,16 @@ because "a compiler is active" (`qml.compiler.active()` is true while cofactor t
   constant state is `X` flips and a traced one is `GlobalPhase(-pi b/2) RX(pi b)` per bit
   (exactly `X**b` for b in {0, 1}).
 
+
+Everything else takes PennyLane's legacy rules first, also when the graph system is enabled
+(`pennylane_decompose`: its rules are written for program capture).
+
 `MultiRZ` is a runtime gate (gates.def), so its JAX-only rule is never used.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -243,4 +248,51 @@ def _basis_state_rule(op: qml.BasisState) -> list[qml.operation.Operator]:
     return out
 
 
-__all__ = ["expand", "has_rule", "pauli_terms", "words_commute"]
+# ----------------------------------------------------------------------------------------
+# PennyLane's decompositions
+# ----------------------------------------------------------------------------------------
+def pennylane_decompose(
+    ops: list[Any], gate_set: set[str], stop: Callable[[Any], bool]
+) -> list[qml.operation.Operator]:
+    """PennyLane's decompositions of `ops` down to operators satisfying `stop`.
+
+    PennyLane's own (legacy) rules run first, even when the user enabled the graph system:
+    the graph system's rules are written for program capture (they loop with `qml.for_loop`
+    and index `Wires` or `jax.numpy` arrays with the traced loop index, or import JAX when
+    a compiler is active), which cofactor's traced loops cannot serve. Operators without a
+    legacy rule (e.g. a user's operator registered with `qml.add_decomps` only) then get the
+    graph system's rules when it is enabled. Both give the same operator, so the numbers do
+    not depend on the choice."""
+    graph = qml.decomposition.enabled_graph()
+    out = _run_decompose(ops, gate_set, stop, graph=False)
+    if not graph or all(stop(op) for op in out):
+        return out
+    result: list[qml.operation.Operator] = []
+    for op in out:
+        result += [op] if stop(op) else _run_decompose([op], gate_set, stop, graph=True)
+    return result
+
+
+def _run_decompose(
+    ops: list[Any], gate_set: set[str], stop: Callable[[Any], bool], graph: bool
+) -> list[qml.operation.Operator]:
+    tape = qml.tape.QuantumScript(ops)
+    was_graph = qml.decomposition.enabled_graph()
+    try:
+        if was_graph and not graph:
+            qml.decomposition.disable_graph()
+        elif graph and not was_graph:
+            qml.decomposition.enable_graph()
+        [out], _ = qml.transforms.decompose(tape, gate_set=gate_set, stopping_condition=stop)
+    except CompileError:  # e.g. a traced value used as a Python bool by a decomposition
+        raise
+    except Exception as err:
+        names = sorted({op.name for op in ops if not stop(op)})
+        raise CompileError(f"could not decompose {', '.join(names)} for cofactor: {err}") from err
+    finally:
+        if was_graph != qml.decomposition.enabled_graph():
+            (qml.decomposition.enable_graph if was_graph else qml.decomposition.disable_graph)()
+    return list(out.operations)
+
+
+__all__ = ["expand", "has_rule", "pauli_terms", "pennylane_decompose", "words_commute"]

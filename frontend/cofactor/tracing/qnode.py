@@ -267,27 +267,21 @@ def _directly_emittable(op: qml.operation.Operator) -> bool:
 def _decompose(ops: list[Any]) -> list[Any]:
     """Decompose operators down to what `emit_operation` accepts: PennyLane's rules, except
     for the operators cofactor has its own rule for (`decompositions`), whose results are
-    decomposed again."""
+    decomposed again. What remains unsupported is left for `emit_operation` to name."""
     if all(_directly_emittable(op) for op in ops):
         return ops
-    tape = qml.tape.QuantumScript(ops)
-    try:
-        [out], _ = qml.transforms.decompose(
-            tape,
-            gate_set=set(gate_set()),
-            stopping_condition=lambda op: _directly_emittable(op) or decompositions.has_rule(op),
-        )
-    except CompileError:  # e.g. a traced value used as a Python bool by a decomposition
-        raise
-    except Exception as err:
-        names = sorted({op.name for op in ops if not _directly_emittable(op)})
-        raise CompileError(f"could not decompose {', '.join(names)} for cofactor: {err}") from err
+
+    def stop(op: Any) -> bool:
+        return _directly_emittable(op) or decompositions.has_rule(op)
+
     result: list[Any] = []
-    for op in out.operations:
+    for op in decompositions.pennylane_decompose(ops, set(gate_set()), stop):
         if _directly_emittable(op):
             result.append(op)
-        else:
+        elif decompositions.has_rule(op):
             result += _decompose(decompositions.expand(op))
+        else:
+            result.append(op)
     return result
 
 
