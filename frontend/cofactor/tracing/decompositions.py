@@ -56,6 +56,8 @@ def has_rule(op: qml.operation.Operator) -> bool:
     if isinstance(op, qml.ops.Controlled | qml.ops.Adjoint):
         return has_rule(op.base)
     if isinstance(op, qml.ops.Pow):
+        if isinstance(op.base, qml.ops.Exp) and not _traced(op.z):
+            return True  # exp(k G) ** z = exp(z k G) for any real z
         return _int_power(op.z) is not None and has_rule(op.base)
     return False
 
@@ -83,6 +85,12 @@ def expand(op: qml.operation.Operator) -> list[qml.operation.Operator]:
             ]
         if isinstance(op, qml.ops.Adjoint):
             return [qml.adjoint(o) for o in reversed(expand(op.base))]
+        if isinstance(op, qml.ops.Pow) and isinstance(op.base, qml.ops.Exp):
+            # (PennyLane's Exp.pow returns an operator where Pow.decomposition wants a list)
+            base = op.base
+            if isinstance(base, qml.ops.Evolution):
+                return [qml.ops.Evolution(base.base, base.param * op.z)]
+            return [qml.exp(base.base, base.coeff * op.z)]
         if isinstance(op, qml.ops.Pow):
             z = _int_power(op.z)
             assert z is not None
