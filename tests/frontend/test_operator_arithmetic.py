@@ -33,6 +33,7 @@ def _h2_hamiltonian() -> qml.operation.Operator:
 # ----------------------------------------------------------------------------------------
 # observables: expval, var and the gradient of the expval against PennyLane
 # ----------------------------------------------------------------------------------------
+_M = np.array([[1, 2j], [-2j, 0]])
 OBSERVABLES = {
     "identity_term": lambda: 0.5 * qml.I(0) + qml.Z(0),
     "identity_two_wires": lambda: qml.I([0, 1]) + qml.Z(2),
@@ -52,9 +53,11 @@ OBSERVABLES = {
         qml.s_prod(0.3, qml.prod(qml.Y(1), qml.Z(2))),
         qml.prod(qml.Z(0), qml.Z(0), qml.X(2)),
     ),
-    "hermitian_in_sum": lambda: (
-        0.3 * qml.Hermitian(np.array([[1, 2j], [-2j, 0]]), wires=1) + qml.Z(0)
-    ),
+    "hermitian_in_sum": lambda: 0.3 * qml.Hermitian(_M, wires=1) + qml.Z(0),
+    "hermitian_squared_same_wire": lambda: qml.Hermitian(_M, 0) @ qml.Hermitian(_M, 0),
+    "projector_in_sum": lambda: qml.Projector([1], wires=0) + 0.5 * qml.Z(1),
+    "sum_of_sums": lambda: (qml.Z(0) + qml.X(1)) + 0.5 * (qml.Y(2) + qml.I(0)),
+    "product_of_sums_same_wires": lambda: (qml.Z(0) + qml.X(0)) @ (qml.Z(0) + qml.X(0)) + qml.Y(1),
     "dot": lambda: qml.dot([0.1, 0.2, -0.4], [qml.Z(0), qml.X(1) @ qml.Z(0), qml.I(2)]),
 }
 
@@ -151,6 +154,12 @@ def test_non_hermitian_product_has_a_complex_expectation_as_in_pennylane():
     assert np.iscomplexobj(got)
     with pytest.raises(CompileError, match="not Hermitian"):
         qjit(_circuit(lambda: qml.X(0) @ qml.Y(0), qml.var))(0.4)
+
+
+def test_non_hermitian_matrix_product_is_refused():
+    circuit = _circuit(lambda: qml.Hermitian(_M, 0) @ qml.Z(0))
+    with pytest.raises(CompileError, match="is not Hermitian"):
+        qjit(circuit)(0.4)
 
 
 def test_non_hermitian_sum_expectation_is_the_analytic_one():

@@ -168,7 +168,10 @@ def emit_observable(
                 return emit_observable(scope, qml.Identity())
             factors = [emit_observable(scope, o) for o in operands]
             return b.res(generic_op("quantum.obs_tensor", factors, [obs_type]))
-    if isinstance(obs, _ARITHMETIC):
+    shared_wires_without_paulis = (
+        isinstance(obs, qml.ops.Prod) and not disjoint(obs.operands) and obs.pauli_rep is None
+    )
+    if isinstance(obs, _ARITHMETIC) and not shared_wires_without_paulis:
         coeffs, terms = _terms(obs)
         if any(depends_on_arguments(c) for c in coeffs):
             scope.traced_constants.append(f"the coefficients of the observable {obs}")
@@ -178,13 +181,19 @@ def emit_observable(
             b.store(f64_value(_part(c, part)), buf, [b.index(i)])
         handles = [emit_observable(scope, t) for t in terms]
         return b.res(generic_op("quantum.obs_hamiltonian", [buf, *handles], [obs_type]))
-    # any other observable with a constant matrix (e.g. Projector): as a Hermitian
+    # any other observable with a constant matrix (e.g. Projector, or Hermitian(M, 0) @ Z(0),
+    # a product on shared wires that is no Pauli word): as a Hermitian
     try:
         constant = qml.matrix(obs, wire_order=obs.wires)
         constant = np.asarray(constant, dtype=np.complex128)
     except Exception:
         constant = None
     if constant is not None:
+        if not np.allclose(constant, constant.conj().T, atol=1e-10):
+            raise CompileError(
+                f"observable {obs} is not Hermitian: cofactor measures Hermitian observables "
+                "(and Pauli sums with complex coefficients)"
+            )
         matrix = complex_matrix_memref(constant)
         wires = [scope.wire(w) for w in obs.wires]
         return b.res(generic_op("quantum.obs_hermitian", [matrix, *wires], [obs_type]))
