@@ -343,6 +343,40 @@ def test_phase_estimation_of_trotterised_hamiltonian_with_runtime_coefficients(k
     assert "quantum.pauli_rot" in ir and "quantum.unitary" not in ir
 
 
+def test_phase_estimation_gradients_with_respect_to_the_coefficients():
+    """Through controlled PauliRots: the adjoint method (expval) and parameter shift
+    (probs); PennyLane's autograd cannot differentiate its matrix exponentials, so central
+    differences of PennyLane's values are the reference."""
+    ops = [qml.X(0) @ qml.X(1), qml.Z(0), qml.Y(0) @ qml.Y(1), qml.Z(1), qml.I(0)]
+
+    def body(c):
+        qml.X(0)
+        qml.QuantumPhaseEstimation(
+            qml.TrotterProduct(qml.dot(c, ops), time=1.0, n=1, order=2), estimation_wires=[2, 3]
+        )
+
+    @qml.qnode(dev5)
+    def expval(c):
+        body(c)
+        return qml.expval(qml.Z(2) @ qml.Z(3))
+
+    @qml.qnode(dev5)
+    def probs(c):
+        body(c)
+        return qml.probs(wires=[2, 3])
+
+    c, h = np.array([0.3, -0.7, 0.45, 0.2, 0.6]), 1e-6
+    grad = qjit(cofactor.grad(expval))(c)
+    jac = qjit(cofactor.jacobian(probs))(c)
+    steps = h * np.eye(len(c))
+    np.testing.assert_allclose(
+        grad, [(expval(c + e) - expval(c - e)) / (2 * h) for e in steps], atol=1e-7
+    )
+    np.testing.assert_allclose(
+        jac, np.array([(probs(c + e) - probs(c - e)) / (2 * h) for e in steps]).T, atol=1e-7
+    )
+
+
 # ----------------------------------------------------------------------------------------
 # decompositions PennyLane routes through JAX when a compiler is active
 # ----------------------------------------------------------------------------------------
