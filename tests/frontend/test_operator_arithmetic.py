@@ -409,6 +409,19 @@ def test_basis_state_multi_rz_state_prep_without_jax(decomposition_system):
     assert "jax" not in sys.modules
 
 
+def test_state_prep_with_traced_amplitudes_without_jax(decomposition_system):
+    @qml.qnode(dev3)
+    def circuit(x, v):
+        qml.StatePrep(np.array([0.6, 0.8]), wires=[2])
+        qml.StatePrep(v / np.linalg.norm(v), wires=[0, 1])
+        qml.RX(x, 0)
+        return qml.probs(wires=[0, 1, 2])
+
+    v = np.array([0.1, 0.5, -0.3, 0.7])
+    np.testing.assert_allclose(qjit(circuit)(0.3, v), circuit(0.3, v), atol=1e-12)
+    assert "jax" not in sys.modules
+
+
 def test_controlled_traced_basis_state_keeps_the_phase(decomposition_system):
     """X**b as RX(pi b) with a global phase: under control the phase matters."""
 
