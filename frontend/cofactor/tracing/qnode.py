@@ -12,7 +12,8 @@ While a qjit function is traced, `QNode.__call__` is redirected (`capture_qnode_
 and a `func.call` to it at the call site. The circuit body runs with PennyLane's queuing:
 operators land in an `AnnotatedQueue`; at each *flush point* (a mid-circuit measurement, a
 control-flow op, the end of the circuit) the queued operators are decomposed to the runtime's
-gate set and emitted in order.
+gate set (PennyLane's rules, and cofactor's own in `decompositions`) and emitted in order.
+Observables of terminal measurements are emitted by `observables`.
 """
 
 from __future__ import annotations
