@@ -65,10 +65,13 @@ def test_disk_cache_reuses_and_verifies_its_key(tmp_path, monkeypatch):
     assert second.from_cache and second.so_path == first.so_path
     assert "llvm.func @twice" in second.stage("mlir_opt")
 
-    # An entry whose recorded key does not match is never loaded.
-    (first.so_path.parent / "key").write_text("tampered")
-    third = compiler.compile_module(TINY_MODULE, name="twice")
+    # An entry whose recorded key does not match is never loaded: discarded and rebuilt.
+    record = first.so_path.parent / "entry.json"
+    record.write_text(record.read_text().replace(first.so_path.parent.name, "0" * 64))
+    with pytest.warns(UserWarning, match="discarded entry"):
+        third = compiler.compile_module(TINY_MODULE, name="twice")
     assert not third.from_cache
+    assert compiler.compile_module(TINY_MODULE, name="twice").from_cache
 
 
 def test_keep_intermediate_writes_every_stage(tmp_path):

@@ -129,7 +129,7 @@ def main() -> int:
     print("cofactor toolchain:")
     for tool in toolchain.TOOLS.values():
         try:
-            path = tool.find()
+            path = toolchain.find(tool.name)  # the Enzyme plugin is checked too
             print(f"  {tool.name:15s} {path}  ({tool.version()})")
         except CompileError as err:
             ok = False
