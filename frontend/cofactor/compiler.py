@@ -91,11 +91,17 @@ class CompiledLibrary:
 
 
 def _run(
-    stage: str, cmd: list[str], input_text: str | None = None, pass_fds: tuple[int, ...] = ()
+    stage: str,
+    cmd: list[str],
+    input_text: str | None = None,
+    pass_fds: tuple[int, ...] = (),
+    cwd: Path | None = None,
 ) -> str:
+    if cwd is not None and os.sep in cmd[0]:
+        cmd = [os.path.abspath(cmd[0]), *cmd[1:]]  # a relative override still works
     try:
         proc = subprocess.run(
-            cmd, input=input_text, capture_output=True, text=True, pass_fds=pass_fds
+            cmd, input=input_text, capture_output=True, text=True, pass_fds=pass_fds, cwd=cwd
         )
     except OSError as err:
         raise CompileError(f"could not run {cmd[0]}: {err}", stage=stage) from err
@@ -109,28 +115,32 @@ def _run(
 
 
 def _run_text_stages(mlir_text: str, workdir: Path, last: str = "llvmir_opt") -> None:
-    """cofactor-opt, mlir-translate and opt (each up to `last`), leaving files in `workdir`."""
+    """cofactor-opt, mlir-translate and opt (each up to `last`), leaving files in `workdir`.
+    The tools run in `workdir` on bare file names, so the texts (whose debug information
+    names the input file) do not depend on the folder's name."""
     find = toolchain.find
     mlir = workdir / STAGE_FILES["mlir"]
     mlir.write_text(mlir_text)
     llvm_mlir = workdir / STAGE_FILES["mlir_opt"]
     _run(
         "cofactor-opt",
-        [str(find("cofactor-opt")), str(mlir), *LOWERING_PASSES, "-o", str(llvm_mlir)],
+        [str(find("cofactor-opt")), mlir.name, *LOWERING_PASSES, "-o", llvm_mlir.name],
+        cwd=workdir,
     )
     if last == "mlir_opt":
         return
     llvm_ir = workdir / STAGE_FILES["llvmir"]
     _run(
         "mlir-translate",
-        [str(find("mlir-translate")), "--mlir-to-llvmir", str(llvm_mlir), "-o", str(llvm_ir)],
+        [str(find("mlir-translate")), "--mlir-to-llvmir", llvm_mlir.name, "-o", llvm_ir.name],
+        cwd=workdir,
     )
     if last == "llvmir":
         return
     opt_ir = workdir / STAGE_FILES["llvmir_opt"]
-    opt_io = ["-S", str(llvm_ir), "-o", str(opt_ir)]
+    opt_io = ["-S", llvm_ir.name, "-o", opt_ir.name]
     if "__enzyme_autodiff" not in llvm_ir.read_text():
-        _run("opt", [str(find("opt")), f"-passes={PLAIN_PIPELINE}", *opt_io])
+        _run("opt", [str(find("opt")), f"-passes={PLAIN_PIPELINE}", *opt_io], cwd=workdir)
         return
     # opt loads the plugin through the descriptor that was checked (owner, mode, hash), so
     # the file cannot be swapped between the check and the load.
@@ -144,6 +154,7 @@ def _run_text_stages(mlir_text: str, workdir: Path, last: str = "llvmir_opt") ->
                 *opt_io,
             ],
             pass_fds=(plugin_fd,),
+            cwd=workdir,
         )
 
 

@@ -58,6 +58,7 @@ class Tool:
                     f"Unset it or point it at the {self.name} you want."
                 )
             return path
+        looked: list[Path | str] = []
         for candidate in self.candidates:
             if candidate.startswith("@build/"):
                 path = build_dir() / candidate.removeprefix("@build/")
@@ -70,8 +71,9 @@ class Tool:
                 path = Path(found) if found else None
             if path is not None and path.exists():
                 return path
+            looked.append(path or candidate)
         raise ToolchainNotFoundError(
-            f"{self.name} not found (looked in: {', '.join(self.candidates)}; "
+            f"{self.name} not found (looked in: {', '.join(map(str, looked))}; "
             f"override with {self.env_var}=PATH). {self.hint}"
         )
 
@@ -131,7 +133,7 @@ def _open_enzyme_at(path: Path) -> int:
             "COFACTOR_ENZYME_PLUGIN is your own choice: make it a file owned by you (or root) "
             "in a folder only you can write"
             if override
-            else f"remove it and run `make setup` to reinstall it from {enzyme_plugin.WHEEL}"
+            else f"Remove it and run `make setup` to reinstall it from {enzyme_plugin.WHEEL}"
         )
         raise ToolchainNotFoundError(f"refusing to load the Enzyme plugin: {err}. {fix}.") from err
 
