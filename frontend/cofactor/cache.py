@@ -201,8 +201,9 @@ def _is_valid(kk_fd: int, key: str) -> bool:
         os.close(entry_fd)
 
 
-def _scan(base: Path) -> tuple[list[Entry], list[Path]]:
-    """The entries under `base`, and leftovers of interrupted stores older than STALE_SECONDS."""
+def _scan(base: Path, *, names: bool = False) -> tuple[list[Entry], list[Path]]:
+    """The entries under `base` (with the function names read from their records if asked),
+    and leftovers of interrupted stores older than STALE_SECONDS."""
     found: list[Entry] = []
     stale: list[Path] = []
     now = time.time()
@@ -220,8 +221,8 @@ def _scan(base: Path) -> tuple[list[Entry], list[Path]]:
                 try:
                     size = sum(f.stat(follow_symlinks=False).st_size for f in os.scandir(path))
                     record_stat = (path / RECORD).lstat()
-                    name = json.loads((path / RECORD).read_text()).get("name", "?")
-                except (OSError, ValueError, AttributeError):
+                    name = json.loads((path / RECORD).read_text())["name"] if names else ""
+                except (OSError, ValueError, KeyError, TypeError):
                     size, name, record_stat = 0, "?", item.stat(follow_symlinks=False)
                 found.append(Entry(item.name, str(name), path, size, record_stat.st_mtime))
     return found, stale
@@ -229,7 +230,7 @@ def _scan(base: Path) -> tuple[list[Entry], list[Path]]:
 
 def entries() -> list[Entry]:
     """Every entry, the most recently used first."""
-    found, _ = _scan(root())
+    found, _ = _scan(root(), names=True)
     return sorted(found, key=lambda e: e.last_used, reverse=True)
 
 
