@@ -405,10 +405,12 @@ def test_cache_command_shows_and_clears(tmp_path, monkeypatch, capsys):
 # -- D1/D18: the Enzyme plugin ----------------------------------------------------------------
 @pytest.fixture
 def real_plugin() -> Path:
-    path = toolchain.find("enzyme")
-    with open(path, "rb") as f:
-        if hashlib.sha256(f.read()).hexdigest() != enzyme_plugin.PATCHED_SHA256:
-            pytest.skip("the Enzyme plugin in use is an override, not the pinned one")
+    """The pinned plugin where `make setup` installs it (even when an override is set)."""
+    path = enzyme_plugin.default_path()
+    if not path.is_file() or (
+        hashlib.sha256(path.read_bytes()).hexdigest() != enzyme_plugin.PATCHED_SHA256
+    ):
+        pytest.skip(f"the pinned Enzyme plugin is not installed at {path} (run make setup)")
     return path
 
 
