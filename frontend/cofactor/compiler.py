@@ -243,23 +243,7 @@ def compile_module(
     verified entry is loaded. `keep_intermediate` writes every stage's text to a folder
     (True: `./cofactor_intermediate/<name>/`).
     """
-    use_cache = cache and cache_enabled() and not link_with
-    key = cache_key(mlir_text) if use_cache else None
-    cached = disk_cache.lookup(key) if key is not None else None
-    if cached is not None:
-        result = CompiledLibrary(name, cached, from_cache=True, mlir_text=mlir_text)
-    else:
-        with tempfile.TemporaryDirectory(prefix=f"cofactor-{name}-") as tmp:
-            built = run_pipeline(mlir_text, Path(tmp), name, link_with)
-            stages = _read_stages(Path(tmp))
-            so_path = disk_cache.store(key, built, name) if key is not None else None
-            private = so_path is None
-            if private:
-                so_path = _keep_private(built, name)
-        result = CompiledLibrary(name, so_path, mlir_text=mlir_text, _stages=stages)
-        if private:
-            # dlopen maps the file, so it may go as soon as the library object is dropped
-            weakref.finalize(result, _unlink_quietly, so_path)
+    folder = None
     if keep_intermediate:
         folder = (
             Path.cwd() / "cofactor_intermediate" / name
@@ -267,8 +251,29 @@ def compile_module(
             else Path(keep_intermediate)
         )
         folder.mkdir(parents=True, exist_ok=True)
-        for stage, filename in STAGE_FILES.items():
-            (folder / filename).write_text(result.stage(stage))
+    use_cache = cache and cache_enabled() and not link_with
+    key = cache_key(mlir_text) if use_cache else None
+    cached = disk_cache.lookup(key) if key is not None else None
+    if cached is not None:
+        result = CompiledLibrary(name, cached, from_cache=True, mlir_text=mlir_text)
+        if folder is not None:  # regenerated: the cache keeps no stage texts
+            for stage, filename in STAGE_FILES.items():
+                (folder / filename).write_text(result.stage(stage))
+        return result
+    with tempfile.TemporaryDirectory(prefix=f"cofactor-{name}-") as tmp:
+        built = run_pipeline(mlir_text, Path(tmp), name, link_with)
+        stages = _read_stages(Path(tmp))
+        if folder is not None:
+            for filename in STAGE_FILES.values():
+                shutil.copyfile(Path(tmp) / filename, folder / filename)
+        so_path = disk_cache.store(key, built, name) if key is not None else None
+        private = so_path is None
+        if private:
+            so_path = _keep_private(built, name)
+    result = CompiledLibrary(name, so_path, mlir_text=mlir_text, _stages=stages)
+    if private:
+        # dlopen maps the file, so it may go as soon as the library object is dropped
+        weakref.finalize(result, _unlink_quietly, so_path)
     return result
 
 
