@@ -328,6 +328,14 @@ def test_d7_build_folder_on_another_file_system(tmp_path, monkeypatch):
 
 
 # -- D20: size limit with least-recently-used eviction; stage texts on demand ---------------
+def age_entries(seconds: float, *names: str) -> None:
+    """Make entries look last used `seconds` ago (eviction spares recently used ones)."""
+    for entry in cache.entries():
+        if not names or entry.name in names:
+            past = entry.last_used - seconds
+            os.utime(entry.path / cache.RECORD, (past, past))
+
+
 def test_d20_least_recently_used_entries_are_evicted(tmp_path, monkeypatch):
     monkeypatch.setenv("COFACTOR_CACHE_DIR", str(tmp_path))
     texts = {n: MODULE.format(name=n, const=c) for n, c in [("a", "2.0"), ("b", "3.0")]}
@@ -335,16 +343,22 @@ def test_d20_least_recently_used_entries_are_evicted(tmp_path, monkeypatch):
         assert not compiler.compile_module(text, name=name).from_cache
     sizes = {e.name: e.size for e in cache.entries()}
     assert set(sizes) == {"a", "b"}
+    age_entries(200, "a")
+    age_entries(100, "b")
     assert compiler.compile_module(texts["a"], name="a").from_cache  # a is now the newest
     # room for two entries, not three: storing c evicts b, the least recently used
     limit = (sizes["a"] + sizes["b"] + sizes["b"] // 2) / (1024 * 1024)
     monkeypatch.setenv("COFACTOR_CACHE_MAX_MB", f"{limit:.6f}")
     compiler.compile_module(MODULE.format(name="c", const="4.0"), name="c")
     assert sorted(e.name for e in cache.entries()) == ["a", "c"]
-    # a limit smaller than one entry keeps only the newest
+    # a limit smaller than one entry: entries used in the last seconds are spared (another
+    # process may be loading them), older ones go
     monkeypatch.setenv("COFACTOR_CACHE_MAX_MB", "0.001")
     compiler.compile_module(MODULE.format(name="d", const="5.0"), name="d")
-    assert [e.name for e in cache.entries()] == ["d"]
+    assert sorted(e.name for e in cache.entries()) == ["a", "c", "d"]
+    age_entries(100)
+    compiler.compile_module(MODULE.format(name="e", const="6.0"), name="e")
+    assert [e.name for e in cache.entries()] == ["e"]
 
 
 def same_text(a: str, b: str) -> bool:

@@ -9,7 +9,8 @@ caller rebuilds it. Folders are created 0700 whatever the umask. A new entry is 
 a temporary folder inside the cache and renamed into place, so readers never see half an
 entry and the build folder may live on another file system. The record's modification time
 is the entry's last use: the least recently used entries are evicted when the cache grows
-past COFACTOR_CACHE_MAX_MB (default 500).
+past COFACTOR_CACHE_MAX_MB (default 500), except those used in the last 30 s, which another
+process may be about to load.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ RECORD = "entry.json"
 DEFAULT_MAX_MB = 500.0
 #: Leftovers of a process killed while storing or discarding are removed after this long.
 STALE_SECONDS = 3600.0
+#: An entry used this recently is not evicted: another process may be about to load it.
+EVICT_GRACE_SECONDS = 30.0
 
 
 class CacheWarning(UserWarning):
@@ -236,15 +239,17 @@ def entries() -> list[Entry]:
 
 def evict(*, keep: str | None = None) -> list[Entry]:
     """Remove the least recently used entries until the cache fits COFACTOR_CACHE_MAX_MB
-    (never `keep`, the entry just stored); returns what was removed."""
+    (never `keep`, the entry just stored, nor one used in the last EVICT_GRACE_SECONDS);
+    returns what was removed."""
     limit = max_bytes()
     found, stale = _scan(root())
     for path in stale:
         shutil.rmtree(path, ignore_errors=True)
     total = sum(e.size for e in found)
     removed = []
+    recent = time.time() - EVICT_GRACE_SECONDS
     for entry in sorted(found, key=lambda e: e.last_used):
-        if total <= limit:
+        if total <= limit or entry.last_used > recent:
             break
         if entry.key == keep:
             continue
