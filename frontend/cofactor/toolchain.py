@@ -158,11 +158,16 @@ def fingerprint() -> str:
     cofactor-opt or runtime, or another LLVM, never reuses a stale compiled library."""
     parts = []
     for tool in TOOLS.values():
-        if tool.name == "enzyme" and not os.environ.get(tool.env_var):
-            # checked against this hash before every use, so the hash is its identity; a
-            # program without gradients compiles even when the plugin is missing
-            parts.append(f"enzyme=sha256:{enzyme_plugin.PATCHED_SHA256}")
-            continue
+        if tool.name == "enzyme":
+            # A program without gradients compiles even when the plugin is missing. The
+            # pinned plugin is checked against its hash before every use: that is its identity.
+            override = os.environ.get(tool.env_var)
+            if not override:
+                parts.append(f"enzyme=sha256:{enzyme_plugin.PATCHED_SHA256}")
+                continue
+            if not os.path.exists(override):
+                parts.append(f"enzyme={override}:missing")
+                continue
         path = tool.find()
         stat = path.stat()
         parts.append(f"{tool.name}={path}:{stat.st_size}:{stat.st_mtime_ns}")
