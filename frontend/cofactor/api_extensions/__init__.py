@@ -12,6 +12,7 @@ from cofactor.api_extensions.control_flow import cond, for_loop, while_loop
 from cofactor.api_extensions.differentiation import grad, jacobian, value_and_grad
 from cofactor.api_extensions.products import jvp, vjp
 from cofactor.api_extensions.quantum_operators import adjoint, ctrl, measure
+from cofactor.api_extensions.switch import switch
 
 __all__ = [
     "adjoint",
@@ -23,6 +24,7 @@ __all__ = [
     "jvp",
     "measure",
     "pure_callback",
+    "switch",
     "value_and_grad",
     "vjp",
     "while_loop",
