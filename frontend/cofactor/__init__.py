@@ -14,6 +14,7 @@ from cofactor.api_extensions import (
     switch,
     value_and_grad,
     vjp,
+    vmap,
     while_loop,
 )
 from cofactor.errors import CompileError, DifferentiableCompileError, RuntimeExecutionError
@@ -42,5 +43,6 @@ __all__ = [
     "switch",
     "value_and_grad",
     "vjp",
+    "vmap",
     "while_loop",
 ]

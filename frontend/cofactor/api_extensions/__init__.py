@@ -13,6 +13,7 @@ from cofactor.api_extensions.differentiation import grad, jacobian, value_and_gr
 from cofactor.api_extensions.products import jvp, vjp
 from cofactor.api_extensions.quantum_operators import adjoint, ctrl, measure
 from cofactor.api_extensions.switch import switch
+from cofactor.api_extensions.vmap import vmap
 
 __all__ = [
     "adjoint",
@@ -27,5 +28,6 @@ __all__ = [
     "switch",
     "value_and_grad",
     "vjp",
+    "vmap",
     "while_loop",
 ]

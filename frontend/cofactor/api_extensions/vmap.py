@@ -1,0 +1,241 @@
+"""`vmap`: Catalyst's vectorising map (catalyst/api_extensions/function_maps.py).
+
+`vmap(fn, in_axes=0, out_axes=0, axis_size=None)` maps `fn` over an axis of its arguments:
+`in_axes` is an int (every argument leaf batched on that axis) or a tuple with one entry per
+positional argument, each an int, None (not batched) or a pytree of those matching the
+argument (a leaf entry applies to the whole argument below it). Every batched leaf must have
+the same size on its axis; `axis_size`, when given, must not exceed it and then only the first
+`axis_size` elements are mapped (Catalyst's rule). `out_axes` places the batch axis in each
+result (int, or a pytree of int/None matching the results: None means the result does not
+depend on the batch element, and the last element's value is returned, as jax.vmap
+assumes). Keyword arguments are passed unbatched. Invalid axes raise ValueError, as in
+Catalyst.
+
+Inside `qjit`, `fn` is traced *once* as the body of one compiled loop over the batch (the IR
+does not grow with the number of traced operations per element times the batch size): the
+loop reads element i of each batched argument and writes the results into preallocated
+output arrays carried by the loop. Outside `qjit` it is a Python loop (Catalyst calls
+jax.vmap there) whose results are stacked with numpy.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import scf
+from xdsl.ir import Block
+
+from cofactor.api_extensions import hybrid
+from cofactor.api_extensions.control_flow import Carry, traced_region
+from cofactor.errors import CompileError
+from cofactor.ir.builder import INDEX
+from cofactor.tracing import context, pytree
+from cofactor.tracing.numpy_rules import as_tracer, cast_tracer
+from cofactor.tracing.tracer import INT, Scalar, Tracer
+
+
+def _is_leaf(x: Any) -> bool:
+    return isinstance(x, Tracer | Scalar | np.ndarray | np.generic)
+
+
+def _axes_leaves(axes: Any) -> list[Any]:
+    return pytree.flatten(axes)[0]
+
+
+def _check_axes(axes: Any, name: str) -> None:
+    for a in _axes_leaves(axes):
+        if isinstance(a, bool) or not isinstance(a, int | np.integer):
+            raise ValueError(
+                f"Invalid '{name}'; it must be an int or a tuple of PyTrees with integer "
+                f"(or None) leaves, but got {axes!r}"
+            )
+
+
+def _broadcast_axes(axes: Any, value: Any, name: str, what: str) -> list[Any]:
+    """One axis (int or None) per leaf of `value`: `axes` is a prefix tree of `value`."""
+    if axes is None or isinstance(axes, int | np.integer):
+        return [axes] * len(pytree.flatten(value, is_leaf=_is_leaf)[0])
+    if isinstance(axes, tuple | list) and isinstance(value, tuple | list):
+        if len(axes) != len(value):
+            raise ValueError(
+                f"Invalid '{name}'; it must be an int or match the structure of the {what}, "
+                f"but got {len(axes)} axis specifier(s) for {len(value)} {what}"
+            )
+        out: list[Any] = []
+        for a, v in zip(axes, value, strict=True):
+            out += _broadcast_axes(a, v, name, what)
+        return out
+    if isinstance(axes, dict) and isinstance(value, dict) and set(axes) == set(value):
+        out = []
+        for k in value:  # value's key order is its flattening order
+            out += _broadcast_axes(axes[k], value[k], name, what)
+        return out
+    raise ValueError(
+        f"Invalid '{name}'; it must be an int or match the structure of the {what}, but got "
+        f"the axis specifier {axes!r} for a value of type {type(value).__name__}"
+    )
+
+
+def _normalize(axis: int, ndim: int, what: str) -> int:
+    if not -ndim <= axis < ndim:
+        raise ValueError(
+            f"Axis specifier {axis} is out of bounds for {what}. It only has {ndim} dimensions."
+        )
+    return axis % ndim
+
+
+class VmapCallable:
+    """`fn` mapped over an axis of its arguments; see `vmap`."""
+
+    def __init__(self, fn: Callable, in_axes: Any, out_axes: Any, axis_size: int | None) -> None:
+        if not callable(fn):
+            raise TypeError(f"vmap expects a function, got {fn!r}")
+        functools.update_wrapper(self, fn, updated=())
+        self.fn = fn
+        self.__name__ = f"vmap.{getattr(fn, '__name__', 'unknown')}"
+        _check_axes(in_axes, "in_axes")
+        _check_axes(out_axes, "out_axes")
+        if axis_size is not None and (
+            isinstance(axis_size, bool) or not isinstance(axis_size, int | np.integer)
+        ):
+            raise ValueError(f"Invalid 'axis_size'; it must be None or an int, got {axis_size!r}")
+        self.in_axes = in_axes
+        self.out_axes = out_axes
+        self.axis_size = axis_size
+
+    # -- the batch -----------------------------------------------------------------------
+    def _batched(self, args: tuple) -> tuple[list[Any], Any, list[tuple[int, int]], int]:
+        """(argument leaves, their tree, [(leaf index, axis)] of batched leaves, batch size)."""
+        if isinstance(self.in_axes, tuple | list):
+            axes = _broadcast_axes(tuple(self.in_axes), tuple(args), "in_axes", "arguments")
+        else:
+            axes = _broadcast_axes(self.in_axes, args, "in_axes", "arguments")
+        leaves, tree = pytree.flatten(args, is_leaf=_is_leaf)
+        batched, sizes = [], []
+        for k, (leaf, ax) in enumerate(zip(leaves, axes, strict=True)):
+            if ax is None:
+                continue
+            shape = leaf.shape if isinstance(leaf, Tracer) else np.shape(leaf)
+            ax = _normalize(int(ax), len(shape), f"argument leaf {k}")
+            batched.append((k, ax))
+            sizes.append(shape[ax])
+        if any(s != sizes[0] for s in sizes[1:]):
+            raise ValueError(
+                "Invalid batch sizes; expected the batch size to be the same for all arguments, "
+                f"but got batch_sizes={sizes}"
+            )
+        size = sizes[0] if sizes else None
+        if self.axis_size is not None:
+            if size is not None and self.axis_size > size:
+                raise ValueError(
+                    "Invalid 'axis_size'; the default batch is expected to be None, or less than "
+                    "or equal to the computed batch size, but got "
+                    f"axis_size={self.axis_size} > batch_size={size}"
+                )
+            size = int(self.axis_size)
+        if not size:
+            raise ValueError(
+                f"Invalid batch size; it must be a non-zero integer, but got {size or 0} (no "
+                "argument is batched: give in_axes, or axis_size)"
+                if size is None
+                else f"Invalid batch size; it must be a non-zero integer, but got {size}."
+            )
+        return leaves, tree, batched, size
+
+    def _out_axes(self, result: Any) -> list[Any]:
+        return _broadcast_axes(self.out_axes, result, "out_axes", "results")
+
+    # -- calls -----------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        leaves, tree, batched, size = self._batched(args)
+        if not context.is_tracing():
+            return self._python(leaves, tree, batched, size, kwargs)
+        if hybrid.recording():
+            raise CompileError(
+                "vmap inside an adjoint or ctrl region is not supported: map outside the "
+                "region, or use a for_loop inside it"
+            )
+        return self._traced(leaves, tree, batched, size, kwargs)
+
+    def _element(self, leaves: list, tree: Any, batched: list, i: Any) -> tuple:
+        out = list(leaves)
+        for k, ax in batched:
+            x = leaves[k] if isinstance(leaves[k], Tracer) else np.asarray(leaves[k])
+            out[k] = x[(slice(None),) * ax + (i,)]
+        return pytree.unflatten(tree, out)
+
+    def _python(self, leaves: list, tree: Any, batched: list, size: int, kwargs: dict) -> Any:
+        results = [self.fn(*self._element(leaves, tree, batched, i), **kwargs) for i in range(size)]
+        flat = [pytree.flatten(r, is_leaf=_is_leaf) for r in results]
+        out_tree = flat[0][1]
+        axes = self._out_axes(results[0])
+        stacked = []
+        for j, ax in enumerate(axes):
+            column = [np.asarray(f[0][j]) for f in flat]
+            if ax is None:
+                stacked.append(column[-1])
+                continue
+            stacked.append(
+                np.stack(column, axis=_normalize(int(ax), column[0].ndim + 1, "a result"))
+            )
+        return pytree.unflatten(out_tree, stacked)
+
+    def _traced(self, leaves: list, tree: Any, batched: list, size: int, kwargs: dict) -> Any:
+        b = context.current().builder
+        block = Block(arg_types=[INDEX])
+        with traced_region(block) as flush:
+            i = Tracer.scalar(b.from_index(block.args[0]), INT)
+            result = self.fn(*self._element(leaves, tree, batched, i), **kwargs)
+            res_leaves, out_tree = pytree.flatten(result, is_leaf=lambda x: isinstance(x, Tracer))
+            try:
+                res = [as_tracer(r) for r in res_leaves]
+            except (CompileError, TypeError, ValueError) as exc:
+                raise CompileError(
+                    f"{self.__name__}: the mapped function must return arrays (or pytrees of "
+                    f"them): {exc}"
+                ) from exc
+            flush()
+        axes = self._out_axes(pytree.unflatten(out_tree, res))
+        # the outputs, preallocated before the loop and carried through it
+        init = [
+            as_tracer(np.zeros(t.shape if ax is None else (size, *t.shape), dtype=t.dtype))
+            for t, ax in zip(res, axes, strict=True)
+        ]
+        carry = Carry(tuple(init))
+        for typ in carry.types():
+            block.insert_arg(typ, len(block.args))
+        with traced_region(block):
+            state = list(carry.rebuild(list(block.args[1:])))
+            for j, (t, ax) in enumerate(zip(res, axes, strict=True)):
+                if ax is None:
+                    state[j] = cast_tracer(t, state[j].dtype)
+                else:
+                    state[j][i] = t
+            b.insert(scf.YieldOp(*carry.ssa(state)))
+        op = b.insert(scf.ForOp(b.index(0), b.index(size), b.index(1), carry.ssa(), block))
+        outs = list(carry.rebuild(list(op.results)))
+        for j, ax in enumerate(axes):
+            if ax is not None and ax != 0:
+                outs[j] = np.moveaxis(outs[j], 0, _normalize(int(ax), outs[j].ndim, "a result"))
+        return pytree.unflatten(out_tree, outs)
+
+
+def vmap(
+    fn: Callable | None = None,
+    *,
+    in_axes: Any = 0,
+    out_axes: Any = 0,
+    axis_size: int | None = None,
+) -> Any:
+    """A qjit-compatible vectorising map (Catalyst's `vmap`): `fn` mapped over an axis of its
+    arguments, results stacked on `out_axes`. Usable as `vmap(fn, in_axes=(0, None))` or as a
+    decorator `@vmap(in_axes=1)`; see the module docstring for the rules."""
+    if fn is None:
+        return functools.partial(vmap, in_axes=in_axes, out_axes=out_axes, axis_size=axis_size)
+    return VmapCallable(fn, in_axes, out_axes, axis_size)
+
+
+__all__ = ["VmapCallable", "vmap"]
