@@ -19,6 +19,8 @@ from pennylane.ops.op_math.controlled import create_controlled_op
 
 from cofactor.api_extensions import hybrid
 from cofactor.errors import CompileTypeError
+from cofactor.tracing import context
+from cofactor.tracing.null_device import null_measure
 from cofactor.tracing.qnode import measure as _measure
 from cofactor.tracing.tracer import Tracer
 
@@ -46,6 +48,9 @@ def measure(wires: Any, reset: bool = False, postselect: int | None = None) -> T
             f"postselect must be 0 or 1 (or None), got {postselect!r}: it selects the outcome "
             "kept, and must be known at compile time"
         )
+    scope = context.current().quantum if context.is_tracing() else None
+    if getattr(scope, "runs_nothing", False):  # null.qubit
+        return null_measure(scope, wires)
     return _measure(wires, reset=reset, postselect=postselect)
 
 
