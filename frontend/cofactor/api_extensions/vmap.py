@@ -11,11 +11,12 @@ depend on the batch element, and the last element's value is returned, as jax.vm
 assumes). Keyword arguments are passed unbatched. Invalid axes raise ValueError, as in
 Catalyst.
 
-Inside `qjit`, `fn` is traced *once* as the body of one compiled loop over the batch (the IR
-does not grow with the number of traced operations per element times the batch size): the
-loop reads element i of each batched argument and writes the results into preallocated
-output arrays carried by the loop. Outside `qjit` it is a Python loop (Catalyst calls
-jax.vmap there) whose results are stacked with numpy.
+Inside `qjit`, `fn` is traced *once* as the body of one compiled loop over the batch, so the
+IR does not grow with the batch size: iteration i loads element i of each batched argument
+from memory (function arguments already are; other values are stored once before the loop)
+and stores its results at index i of output buffers allocated before the loop. Outside
+`qjit` it is a Python loop (Catalyst calls jax.vmap there) whose results are stacked with
+numpy.
 """
 
 from __future__ import annotations
@@ -26,15 +27,15 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import scf
-from xdsl.ir import Block
+from xdsl.ir import Block, SSAValue
 
 from cofactor.api_extensions import hybrid
-from cofactor.api_extensions.control_flow import Carry, traced_region
+from cofactor.api_extensions.control_flow import traced_region
 from cofactor.errors import CompileError
-from cofactor.ir.builder import INDEX
+from cofactor.ir.builder import INDEX, memref_type
 from cofactor.tracing import context, pytree
-from cofactor.tracing.numpy_rules import as_tracer, cast_tracer
-from cofactor.tracing.tracer import INT, Scalar, Tracer
+from cofactor.tracing.numpy_rules import as_tracer, store_tracer
+from cofactor.tracing.tracer import COMPLEX, Scalar, Tracer
 
 
 def _is_leaf(x: Any) -> bool:
@@ -160,15 +161,14 @@ class VmapCallable:
             )
         return self._traced(leaves, tree, batched, size, kwargs)
 
-    def _element(self, leaves: list, tree: Any, batched: list, i: Any) -> tuple:
-        out = list(leaves)
-        for k, ax in batched:
-            x = leaves[k] if isinstance(leaves[k], Tracer) else np.asarray(leaves[k])
-            out[k] = x[(slice(None),) * ax + (i,)]
-        return pytree.unflatten(tree, out)
-
     def _python(self, leaves: list, tree: Any, batched: list, size: int, kwargs: dict) -> Any:
-        results = [self.fn(*self._element(leaves, tree, batched, i), **kwargs) for i in range(size)]
+        def element(i: int) -> tuple:
+            out = list(leaves)
+            for k, ax in batched:
+                out[k] = np.asarray(leaves[k])[(slice(None),) * ax + (i,)]
+            return pytree.unflatten(tree, out)
+
+        results = [self.fn(*element(i), **kwargs) for i in range(size)]
         flat = [pytree.flatten(r, is_leaf=_is_leaf) for r in results]
         out_tree = flat[0][1]
         axes = self._out_axes(results[0])
@@ -184,11 +184,18 @@ class VmapCallable:
         return pytree.unflatten(out_tree, stacked)
 
     def _traced(self, leaves: list, tree: Any, batched: list, size: int, kwargs: dict) -> Any:
-        b = context.current().builder
+        ctx = context.current()
+        b = ctx.builder
+        # batched inputs live in memory (function arguments already do; other values are
+        # stored once, before the loop), so the loop body loads only its own element
+        sources = {k: _in_memory(leaves[k]) for k, _ in batched}
         block = Block(arg_types=[INDEX])
         with traced_region(block) as flush:
-            i = Tracer.scalar(b.from_index(block.args[0]), INT)
-            result = self.fn(*self._element(leaves, tree, batched, i), **kwargs)
+            i = block.args[0]
+            element = list(leaves)
+            for k, ax in batched:
+                element[k] = _load_slice(*sources[k], ax, i)
+            result = self.fn(*pytree.unflatten(tree, element), **kwargs)
             res_leaves, out_tree = pytree.flatten(result, is_leaf=lambda x: isinstance(x, Tracer))
             try:
                 res = [as_tracer(r) for r in res_leaves]
@@ -197,30 +204,78 @@ class VmapCallable:
                     f"{self.__name__}: the mapped function must return arrays (or pytrees of "
                     f"them): {exc}"
                 ) from exc
+            axes = self._out_axes(pytree.unflatten(out_tree, res))
+            # the outputs: buffers allocated before the loop, element i written by iteration i
+            # (an unbatched result, out_axes None, is written by every iteration: the last stays)
+            outs = []
+            for t, ax in zip(res, axes, strict=True):
+                shape = t.shape if ax is None else (size, *t.shape)
+                buf = ctx.hoisted_alloc(memref_type(shape, t.dtype))
+                _store_slice(t, buf, None if ax is None else i)
+                outs.append((buf, shape, t.dtype))
             flush()
-        axes = self._out_axes(pytree.unflatten(out_tree, res))
-        # the outputs, preallocated before the loop and carried through it
-        init = [
-            as_tracer(np.zeros(t.shape if ax is None else (size, *t.shape), dtype=t.dtype))
-            for t, ax in zip(res, axes, strict=True)
-        ]
-        carry = Carry(tuple(init))
-        for typ in carry.types():
-            block.insert_arg(typ, len(block.args))
-        with traced_region(block):
-            state = list(carry.rebuild(list(block.args[1:])))
-            for j, (t, ax) in enumerate(zip(res, axes, strict=True)):
-                if ax is None:
-                    state[j] = cast_tracer(t, state[j].dtype)
-                else:
-                    state[j][i] = t
-            b.insert(scf.YieldOp(*carry.ssa(state)))
-        op = b.insert(scf.ForOp(b.index(0), b.index(size), b.index(1), carry.ssa(), block))
-        outs = list(carry.rebuild(list(op.results)))
-        for j, ax in enumerate(axes):
-            if ax is not None and ax != 0:
-                outs[j] = np.moveaxis(outs[j], 0, _normalize(int(ax), outs[j].ndim, "a result"))
-        return pytree.unflatten(out_tree, outs)
+            b.insert(scf.YieldOp())
+        op = b.insert(scf.ForOp(b.index(0), b.index(size), b.index(1), [], block))
+        results = []
+        for (buf, shape, dtype), ax in zip(outs, axes, strict=True):
+            t = Tracer.from_memref(buf, shape, dtype, anchor=op)
+            if ax is not None and _normalize(int(ax), len(shape), "a result") != 0:
+                t = np.moveaxis(t, 0, _normalize(int(ax), len(shape), "a result"))
+            results.append(t)
+        return pytree.unflatten(out_tree, results)
+
+
+def _in_memory(x: Any) -> tuple[SSAValue, tuple[int, ...], np.dtype]:
+    """(memref, shape, dtype) holding the array `x`: its own memref when it has one."""
+    t = as_tracer(x) if isinstance(x, Tracer | Scalar) else as_tracer(np.asarray(x))
+    if t._elems is None and t.memref is not None:
+        return t.memref, t.shape, t.dtype
+    buf = context.current().hoisted_alloc(memref_type(t.shape, t.dtype))
+    store_tracer(t, buf)
+    return buf, t.shape, t.dtype
+
+
+def _load_slice(ref: SSAValue, shape: tuple, dtype: np.dtype, axis: int, i: SSAValue) -> Tracer:
+    """Element `i` (an index value) of the array in `ref` along `axis`."""
+    b = context.current().builder
+    consts: dict[int, SSAValue] = {}
+
+    def idx(v: int) -> SSAValue:
+        if v not in consts:
+            consts[v] = b.index(v)
+        return consts[v]
+
+    rest = shape[:axis] + shape[axis + 1 :]
+    elems = np.empty(rest, dtype=object)
+    for pos in np.ndindex(*rest):
+        ids = [idx(p) for p in pos]
+        ids.insert(axis, i)
+        if dtype == COMPLEX:
+            elems[pos] = Scalar((b.load(ref, [*ids, idx(0)]), b.load(ref, [*ids, idx(1)])), dtype)
+        else:
+            elems[pos] = Scalar(b.load(ref, ids), dtype)
+    return Tracer(elems, dtype)
+
+
+def _store_slice(t: Tracer, ref: SSAValue, i: SSAValue | None) -> None:
+    """Write `t` into `ref[i]` (or all of `ref` when `i` is None)."""
+    b = context.current().builder
+    consts: dict[int, SSAValue] = {}
+
+    def idx(v: int) -> SSAValue:
+        if v not in consts:
+            consts[v] = b.index(v)
+        return consts[v]
+
+    elems = t.elems
+    for pos in np.ndindex(*t.shape):
+        ids = [idx(p) for p in pos] if i is None else [i, *[idx(p) for p in pos]]
+        s = elems[pos]
+        if t.dtype == COMPLEX:
+            b.store(s.value[0], ref, [*ids, idx(0)])
+            b.store(s.value[1], ref, [*ids, idx(1)])
+        else:
+            b.store(s.value, ref, ids)
 
 
 def vmap(
