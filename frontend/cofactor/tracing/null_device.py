@@ -48,7 +48,6 @@ class NullScope(QuantumScope):
     """A circuit on null.qubit: operations are checked and dropped, measurements constant."""
 
     runs_nothing = True
-    operations: int = 0  # operations (after decomposition) the circuit would have run
 
     def emit_operation(
         self,
@@ -58,7 +57,6 @@ class NullScope(QuantumScope):
     ) -> None:
         for w in [*ctrl[0], *op.wires]:
             self._check_wire(w)
-        self.operations += 1
 
     def _check_wire(self, label: Any) -> None:
         if isinstance(label, Tracer):
