@@ -205,3 +205,43 @@ def test_vmap_in_loops_and_branches_with_complex_results_and_computed_inputs():
     np.testing.assert_allclose(total, want, atol=1e-10)
     np.testing.assert_allclose(sums, (xs * 2).sum(axis=1))
     np.testing.assert_allclose(f(xs, 3, 0)[1], np.zeros(3))
+
+
+def test_catalyst_error_messages():
+    """The cases and messages of Catalyst's own test_vmap.py (incompatible pytrees)."""
+    x = np.array([0, 1, 2, 3])
+    xx = np.stack([x, x])
+
+    def f(a, b):
+        return a, b
+
+    def g(a, b):
+        return {"x": a, "y": b}
+
+    cases = [
+        (lambda: vmap(f, in_axes=0)(xx, x), "Invalid batch sizes; expected the batch size"),
+        (
+            lambda: vmap(f, in_axes=[0, {"hi": 0}])(xx, xx),
+            "Invalid 'in_axes'; it must be an int or match the length of positional",
+        ),
+        (
+            lambda: vmap(f, in_axes=[0, {"bi": 0}])(xx, {"hi": xx}),
+            "Invalid 'in_axes'; it must be an int or match the length of positional",
+        ),
+        (
+            lambda: vmap(g, out_axes=[0, {"hi": 0}])(xx, xx),
+            "Invalid 'out_axes'; it must be an int or match the number of function results",
+        ),
+        (
+            lambda: vmap(lambda a: a, axis_size=0)(xx),
+            "Invalid batch size; it must be a non-zero integer, but got 0.",
+        ),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError, match=message):
+            qjit(call)()
+    with pytest.raises(ValueError, match="2 is out of bounds for argument 1"):
+        vmap(lambda a, b: a * b, in_axes=(0, 2))(np.zeros(5), np.zeros((2, 5)))
+    # unbatched arguments need no shape (Catalyst's test_vmap_with_shapeless_args)
+    out = qjit(lambda v: vmap(lambda n, a: n * a, in_axes=(None, 0))(10, v))(xx)
+    np.testing.assert_array_equal(out, 10 * xx)

@@ -55,6 +55,13 @@ def _check_axes(axes: Any, name: str) -> None:
             )
 
 
+# Catalyst's wording (its tests match these)
+_MATCH = {
+    "arguments": "match the length of positional arguments (with the same pytree structure)",
+    "results": "match the number of function results (with the same pytree structure)",
+}
+
+
 def _broadcast_axes(axes: Any, value: Any, name: str, what: str) -> list[Any]:
     """One axis (int or None) per leaf of `value`: `axes` is a prefix tree of `value`."""
     if axes is None or isinstance(axes, int | np.integer):
@@ -62,8 +69,8 @@ def _broadcast_axes(axes: Any, value: Any, name: str, what: str) -> list[Any]:
     if isinstance(axes, tuple | list) and isinstance(value, tuple | list):
         if len(axes) != len(value):
             raise ValueError(
-                f"Invalid '{name}'; it must be an int or match the structure of the {what}, "
-                f"but got {len(axes)} axis specifier(s) for {len(value)} {what}"
+                f"Invalid '{name}'; it must be an int or {_MATCH[what]}, but got "
+                f"{len(axes)} axis specifier(s) for {len(value)} {what}"
             )
         out: list[Any] = []
         for a, v in zip(axes, value, strict=True):
@@ -75,8 +82,8 @@ def _broadcast_axes(axes: Any, value: Any, name: str, what: str) -> list[Any]:
             out += _broadcast_axes(axes[k], value[k], name, what)
         return out
     raise ValueError(
-        f"Invalid '{name}'; it must be an int or match the structure of the {what}, but got "
-        f"the axis specifier {axes!r} for a value of type {type(value).__name__}"
+        f"Invalid '{name}'; it must be an int or {_MATCH[what]}, but got the axis "
+        f"specifier {axes!r} for a value of type {type(value).__name__}"
     )
 
 
@@ -120,7 +127,7 @@ class VmapCallable:
             if ax is None:
                 continue
             shape = leaf.shape if isinstance(leaf, Tracer) else np.shape(leaf)
-            ax = _normalize(int(ax), len(shape), f"argument leaf {k}")
+            ax = _normalize(int(ax), len(shape), f"argument {k}")
             batched.append((k, ax))
             sizes.append(shape[ax])
         if any(s != sizes[0] for s in sizes[1:]):
