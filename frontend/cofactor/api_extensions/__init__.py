@@ -5,6 +5,8 @@ This module is also what PennyLane loads as the compiler's `ops` (the `pennylane
 entry points in pyproject.toml): inside a cofactor trace, `qml.for_loop`, `qml.while_loop`,
 `qml.cond`, `qml.measure`, `qml.adjoint`, `qml.ctrl`, `qml.grad`, `qml.jacobian`,
 `qml.value_and_grad`, `qml.vjp` and `qml.jvp` are routed to the functions of the same names here.
+`switch` and `vmap` (Catalyst's) have no PennyLane counterpart: use `cofactor.switch` /
+`cofactor.vmap`.
 """
 
 from cofactor.api_extensions.callbacks import pure_callback
