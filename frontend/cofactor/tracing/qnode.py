@@ -367,7 +367,7 @@ def _device_facts(qnode: Any) -> tuple[int | None, dict[Any, int] | None, int]:
     dev = qnode.device
     name = getattr(dev, "name", type(dev).__name__)
     short = getattr(dev, "short_name", name)
-    if name not in SUPPORTED_DEVICES and short not in SUPPORTED_DEVICES:
+    if name not in SUPPORTED_DEVICES and short not in SUPPORTED_DEVICES and name != "null.qubit":
         raise CompileError(
             f"device {name!r} is not supported by cofactor; use one of "
             f"{', '.join(SUPPORTED_DEVICES)} (they run on cofactor's own simulator)"
@@ -380,6 +380,14 @@ def _device_facts(qnode: Any) -> tuple[int | None, dict[Any, int] | None, int]:
         raise CompileError("shot vectors are not supported by cofactor")
     shots = int(shots_obj.total_shots) if shots_obj is not None and shots_obj.total_shots else 0
     return num_qubits, wire_map, shots
+
+
+def _circuit_scope(qnode: Any, num_qubits: Any, wire_map: Any, shots: int) -> QuantumScope:
+    """The scope a circuit is traced in: null.qubit's runs nothing (tracing/null_device)."""
+    from cofactor.tracing.null_device import NullScope, is_null_device
+
+    cls = NullScope if is_null_device(qnode.device) else QuantumScope
+    return cls(qnode, num_qubits, wire_map, shots)
 
 
 def _static_key(x: Any) -> Any:
@@ -461,7 +469,7 @@ def _emit_qnode_function(
     name = ctx.fresh_name(getattr(qnode.func, "__name__", "circuit"))
     in_types = [memref_type(s.shape, s.dtype) for s in specs]
     block = Block(arg_types=in_types)
-    scope = QuantumScope(qnode, num_qubits, wire_map, shots)
+    scope = _circuit_scope(qnode, num_qubits, wire_map, shots)
     outer_values: list[Any] = []
     ctx.quantum, ctx.has_quantum = scope, True
     b.push(block)
@@ -540,6 +548,8 @@ def _emit_qnode_function(
     fn.attributes["cofactor.diff_method"] = StringAttr(info.diff_method)
     fn.attributes["cofactor.num_inputs"] = IntegerAttr(len(in_types), i64)
     fn.sym_visibility = None
+    if getattr(scope, "runs_nothing", False):
+        scope.strip_device(fn)  # null.qubit: a classical function (tracing/null_device)
     b.module_ops.append(fn)
     return name, out_tree, out_leaves
 
