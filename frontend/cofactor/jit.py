@@ -401,7 +401,9 @@ class QJIT:
         self, tree: Any, specs: tuple[BufferSpec, ...], static: StaticValues
     ) -> CompiledFunction:
         start = time.perf_counter()
-        mlir, out_tree, out_leaves, checks_runtime, has_callbacks = self._trace(tree, specs, static)
+        mlir, out_tree, out_leaves, checks_runtime, has_callbacks = self._trace_module(
+            tree, specs, static
+        )
         library = _compile_module(mlir, self.symbol, self.keep_intermediate)
         if has_callbacks:
             from cofactor.api_extensions.callbacks import install_trampoline
@@ -430,11 +432,17 @@ class QJIT:
 
     def _trace(
         self, tree: Any, specs: tuple[BufferSpec, ...], static: StaticValues | tuple
-    ) -> tuple[str, Any, list[Any], bool, bool]:
+    ) -> tuple[str, Any, list[Any], bool]:
         """Trace the Python function on abstract arguments; returns the MLIR module text,
-        the output tree, the output leaves, whether the compiled code reports errors
-        through the runtime's error slot (quantum ops, runtime checks) and whether it calls
-        Python callbacks."""
+        the output tree, the output leaves and whether the compiled code reports errors
+        through the runtime's error slot (quantum ops, runtime checks)."""
+        return self._trace_module(tree, specs, static)[:4]
+
+    def _trace_module(
+        self, tree: Any, specs: tuple[BufferSpec, ...], static: StaticValues | tuple
+    ) -> tuple[str, Any, list[Any], bool, bool]:
+        """`_trace`, and whether the compiled code calls Python callbacks. (Returned rather
+        than kept on the object: two threads may trace new signatures at once.)"""
         from cofactor.tracing.qnode import capture_qnode_calls
 
         if isinstance(static, StaticValues):

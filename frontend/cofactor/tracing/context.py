@@ -34,6 +34,11 @@ class _ThreadState(threading.local):
 
 
 _LOCAL = _ThreadState()
+# Traces active in all threads: `is_tracing()` runs on every compiled call, and reading a
+# module global is cheaper than reading a thread-local, so the common case (nobody traces)
+# never touches the thread-local.
+_ACTIVE_TRACES = 0
+_ACTIVE_LOCK = threading.Lock()
 
 
 class TraceContext:
@@ -118,16 +123,21 @@ def differentiation_method(ctx: TraceContext | None = None) -> str | None:
 
 def is_tracing() -> bool:
     """True while cofactor traces a function (inside `qjit` compilation) in this thread."""
-    return bool(_LOCAL.stack)
+    return _ACTIVE_TRACES > 0 and bool(_LOCAL.stack)
 
 
 @contextlib.contextmanager
 def tracing(ctx: TraceContext) -> Iterator[TraceContext]:
+    global _ACTIVE_TRACES
     stack = _LOCAL.stack
     stack.append(ctx)
+    with _ACTIVE_LOCK:
+        _ACTIVE_TRACES += 1
     try:
         yield ctx
     finally:
+        with _ACTIVE_LOCK:
+            _ACTIVE_TRACES -= 1
         stack.pop()
 
 
