@@ -197,7 +197,8 @@ def test_one_qnode_function_in_threads():
 
 def test_shots_with_a_seed_are_reproducible_in_every_thread():
     @cofactor.qjit(seed=11)
-    @qml.qnode(qml.device("lightning.qubit", wires=2, shots=200))
+    @qml.set_shots(200)
+    @qml.qnode(qml.device("lightning.qubit", wires=2))
     def sampled(x):
         qml.RX(x, wires=0)
         qml.CNOT(wires=[0, 1])
