@@ -254,3 +254,20 @@ def test_a_callback_may_call_the_compiled_function_it_runs_in():
     f = cofactor.qjit(lambda x, y: again(x) * 10.0 + y)
     assert f(3.0, 1.0) == 31.0
     assert inner_results == [1035.0]
+
+
+def test_gradients_in_threads():
+    """The runtime's tape (adjoint Jacobian) and Enzyme's residual tapes are per call."""
+    circuit = rx_qnode(wires=2)
+    dcircuit = cofactor.qjit(cofactor.grad(lambda x: circuit(x) * circuit(2 * x)))
+    dcircuit(0.1)
+
+    def ref(x: float) -> float:
+        return -np.sin(x) * np.cos(2 * x) - 2 * np.cos(x) * np.sin(2 * x)
+
+    def work(t: int) -> None:
+        for i in range(200):
+            x = 0.1 * t + 0.003 * i
+            assert dcircuit(x) == pytest.approx(ref(x), abs=1e-10)
+
+    run_threads(work, 4)
