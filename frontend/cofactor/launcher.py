@@ -179,7 +179,8 @@ class Launcher:
         callbacks: bool = False,
     ) -> None:
         self.lib = ctypes.CDLL(str(so_path))
-        weakref.finalize(self.lib, _unload, self.lib._handle)
+        # not at interpreter exit: a daemon thread may still be running the code
+        weakref.finalize(self.lib, _unload, self.lib._handle).atexit = False
         self._fn = self.lib[f"_mlir_ciface_{name}"]  # (not cached on self.lib)
         self._fn.restype = None
         self._fn.argtypes = [ctypes.c_void_p] * (len(inputs) + len(outputs))
