@@ -675,31 +675,39 @@ def _emit_call(name: str, dynamic: list[Tracer], out_tree: Any, out_leaves: list
 def capture_qnode_calls() -> Iterator[None]:
     """For the duration of a trace: redirect `QNode.__call__` to `call_qnode`, and make
     `qml.math.is_abstract` true for tracers (as it is for JAX tracers), so that PennyLane
-    skips value checks it cannot do on traced data (e.g. StatePrep's norm check)."""
-    original_call = qml.QNode.__call__
-    original_is_abstract = qml.math.is_abstract
+    skips value checks it cannot do on traced data (e.g. StatePrep's norm check).
 
-    def traced_call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if context.is_tracing():
-            return call_qnode(self, args, kwargs)
-        return original_call(self, *args, **kwargs)
+    Both replacements act only in a thread that is tracing; other threads keep calling
+    the originals (their QNodes execute normally while this thread compiles)."""
 
-    def is_abstract(tensor: Any, like: str | None = None) -> bool:
-        if isinstance(tensor, Tracer | Scalar) or (
-            isinstance(tensor, np.ndarray)
-            and tensor.dtype == object
-            and any(isinstance(v, Scalar) for v in tensor.flat)
-        ):
-            return True
-        return original_is_abstract(tensor, like=like)
+    def make_call(original_call: Any) -> Any:
+        def traced_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if context.is_tracing():
+                return call_qnode(self, args, kwargs)
+            return original_call(self, *args, **kwargs)
 
-    qml.QNode.__call__ = traced_call
-    qml.math.is_abstract = is_abstract
-    try:
+        return traced_call
+
+    def make_is_abstract(original_is_abstract: Any) -> Any:
+        def is_abstract(tensor: Any, like: str | None = None) -> bool:
+            if context.is_tracing() and (
+                isinstance(tensor, Tracer | Scalar)
+                or (
+                    isinstance(tensor, np.ndarray)
+                    and tensor.dtype == object
+                    and any(isinstance(v, Scalar) for v in tensor.flat)
+                )
+            ):
+                return True
+            return original_is_abstract(tensor, like=like)
+
+        return is_abstract
+
+    with (
+        context.intercept(qml.QNode, "__call__", make_call),
+        context.intercept(qml.math, "is_abstract", make_is_abstract),
+    ):
         yield
-    finally:
-        qml.QNode.__call__ = original_call
-        qml.math.is_abstract = original_is_abstract
 
 
 class PostselectError(CompileTypeError, ValueError):
