@@ -484,7 +484,7 @@ class QJIT:
         entry.attributes["llvm.emit_c_interface"] = UnitAttr()
         module = ModuleOp([*b.module_ops, entry])
         text = str(module)
-        helpers = [*ctx.text_helpers, *([interrupts.HELPERS] if ctx.interrupt_checks else [])]
+        helpers = [*ctx.text_helpers, *([interrupts.helpers(ctx)] if ctx.interrupt_checks else [])]
         if helpers:  # splice them in before the module's closing brace
             text = text[: text.rindex("}")] + "".join(helpers) + "}\n"
         checks = ctx.has_quantum or ctx.runtime_checks

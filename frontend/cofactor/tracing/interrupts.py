@@ -23,18 +23,37 @@ from xdsl.ir import Block, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from cofactor.tracing.context import TraceContext
+from cofactor.tracing.indexing import INDEX_ERROR_FN
 
 COUNT_FN = "cofactor_interrupt_count"
 CHECK_FN = "cofactor_interrupted"
 ARM_FN = "cf_rt_interrupt_arm"
 
+
 # Written as text (the volatile load is an LLVM-dialect op). Both helpers are tiny private
 # functions that LLVM inlines, and inactive for Enzyme (they only touch integers); Enzyme
 # also needs to know that the runtime function frees nothing ("No create nofree of empty
 # function") when it differentiates a function with a loop.
-HELPERS = f"""  llvm.mlir.global external @cf_rt_interrupt_count() : i64
+def helpers(ctx: TraceContext) -> str:
+    """The helper functions as MLIR text, for a module whose loops check for Ctrl-C.
+
+    In a module with bounds-checked traced indices (tracing/indexing.py), a loop also stops
+    once the thread's error slot holds an error: after an index error the code goes on with
+    index 0, and a `while_loop` whose condition reads that element could otherwise run
+    forever. That costs a runtime call per iteration, so only such modules pay it."""
+    error_check = ""
+    stop = "%stop"
+    if ("runtime", INDEX_ERROR_FN) in ctx.functions:
+        error_check = """    %code = llvm.call @cf_rt_error_code() : () -> i64
+    %ok = arith.constant 0 : i64
+    %failed = arith.cmpi ne, %code, %ok : i64
+    %either = arith.ori %stop, %failed : i1
+"""
+        stop = "%either"
+    return f"""  llvm.mlir.global external @cf_rt_interrupt_count() : i64
   func.func private @{ARM_FN}() -> i64
   llvm.func @cf_rt_interrupt_poll() -> i8 attributes {{passthrough = ["nofree"]}}
+  llvm.func @cf_rt_error_code() -> i64 attributes {{passthrough = ["nofree"]}}
   func.func private @{COUNT_FN}() -> i64 attributes {{cofactor.inactive}} {{
     %p = llvm.mlir.addressof @cf_rt_interrupt_count : !llvm.ptr<i64>
     %v = llvm.load volatile %p : !llvm.ptr<i64>
@@ -52,7 +71,7 @@ HELPERS = f"""  llvm.mlir.global external @cf_rt_interrupt_count() : i64
       %no = arith.constant false
       scf.yield %no : i1
     }}
-    return %stop : i1
+{error_check}    return {stop} : i1
   }}
 """
 
