@@ -83,6 +83,19 @@ def test_keyword_only_defaults_and_kwargs():
     assert g(1.0, 10.0, 20.0, scale=1.0, a=200.0) == 231.0
 
 
+def test_grad_passes_keyword_only_arguments_through():
+    def f(x, *, k):
+        return np.sin(x) * k
+
+    @cofactor.qjit
+    def g(x, k):
+        return cofactor.grad(f)(x, k=k), cofactor.grad(f)(x, k=2.0)
+
+    traced, constant = g(0.3, 3.0)
+    assert traced == pytest.approx(3.0 * np.cos(0.3), abs=1e-12)
+    assert constant == pytest.approx(2.0 * np.cos(0.3), abs=1e-12)
+
+
 # ---- D17: static keys, unloading ------------------------------------------------------------
 def test_nan_static_argument_compiles_once():
     f = cofactor.qjit(lambda x, s: x + s, static_argnums=1)
