@@ -18,7 +18,7 @@ import numpy as np
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import f64, i1, i64
 
-from cofactor.errors import CompileError
+from cofactor.errors import CompileError, CompileTypeError, CompileValueError
 from cofactor.ir.builder import IRBuilder
 from cofactor.tracing import context
 from cofactor.tracing.tracer import (
@@ -552,11 +552,38 @@ def _power(base: Any, exp: Any, dtype: np.dtype, out: np.dtype) -> Scalar:
                 raise CompileError("integers to negative integer powers are not allowed")
             return _int_power(x, n, dtype)
     if dtype == INT:
-        raise CompileError("int ** traced int is not supported; cast to float first")
+        return _int_power_traced(x, as_scalar(exp, INT))
     if dtype != FLOAT:
         raise CompileError(f"power on {dtype} values is not supported")
     y = as_scalar(exp, FLOAT)
     return Scalar(b.powf(x.value, y.value), out)
+
+
+def _int_power_traced(x: Scalar, n: Scalar) -> Scalar:
+    """`x ** n` on int64 with a traced exponent: square-and-multiply over the 64 bits of `n`
+    in an `scf.for` (products wrap around as numpy's do). numpy raises for a negative
+    exponent; compiled code cannot, so it gives what C and JAX give: 1 for x == 1, +-1 for
+    x == -1, 0 otherwise."""
+    b = _b()
+    one, zero = b.const(1, i64), b.const(0, i64)
+
+    def body(ivs: list[Any], accs: list[Any]) -> list[Any]:
+        acc, base, e = accs
+        bit = b.cmpi("ne", b.binary(arith.AndIOp, e, one), zero)
+        acc = b.select(bit, b.binary(arith.MuliOp, acc, base), acc)
+        return [acc, b.binary(arith.MuliOp, base, base), b.binary(arith.ShRUIOp, e, one)]
+
+    loop = _loop_nest((64,), [one, x.value, n.value], body)
+    pos = loop.results[0]
+    odd = b.cmpi("ne", b.binary(arith.AndIOp, n.value, one), zero)
+    minus_one = b.const(-1, i64)
+    at_minus_one = b.select(odd, minus_one, one)
+    neg = b.select(
+        b.cmpi("eq", x.value, one),
+        one,
+        b.select(b.cmpi("eq", x.value, minus_one), at_minus_one, zero),
+    )
+    return Scalar(b.select(b.cmpi("slt", n.value, zero), neg, pos), INT)
 
 
 def _int_power(x: Scalar, n: int, dtype: np.dtype) -> Scalar:
@@ -589,11 +616,48 @@ def _wrap(result: Any) -> Tracer:
     return as_tracer(result)
 
 
-def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
-    if kwargs.get("out") is not None:
-        raise CompileError(
-            f"numpy.{ufunc.__name__}(..., out=...) is not supported on traced values"
+def inplace_result(target: Tracer, result: Any, name: str) -> Tracer:
+    """`result` as the new value of `target` under numpy's rules for writing into an
+    existing array (`x += y`, `out=x`): the result must broadcast to `target`'s shape and
+    cast to its dtype with `same_kind` casting (an int array cannot take floats)."""
+    res = as_tracer(result)
+    try:
+        shape = np.broadcast_shapes(res.shape, target.shape)
+    except ValueError:
+        shape = None
+    if shape != target.shape:
+        raise CompileValueError(
+            f"numpy.{name}: non-broadcastable output operand with shape {target.shape} "
+            f"doesn't match the broadcast shape {res.shape}"
         )
+    if not np.can_cast(res.dtype, target.dtype, casting="same_kind"):
+        raise CompileTypeError(
+            f"Cannot cast ufunc '{name}' output from {res.dtype!r} to {target.dtype!r} with "
+            "casting rule 'same_kind' (as numpy); write `x = x.astype(float) + ...` instead"
+        )
+    elems = np.broadcast_to(cast_tracer(res, target.dtype).elems, target.shape).copy()
+    return Tracer(elems, target.dtype)
+
+
+def _ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict, out: Any) -> Any:
+    """`numpy.<ufunc>(..., out=c)`: the result is written into the traced array `c` (its
+    elements are replaced, as `c[...] = result` does) and `c` is returned, as in numpy."""
+    outs = out if isinstance(out, tuple) else (out,)
+    if len(outs) != 1 or not isinstance(outs[0], Tracer):
+        raise CompileError(
+            f"numpy.{ufunc.__name__}(..., out=...) on traced values needs one traced array as "
+            f"`out`; write `c = numpy.{ufunc.__name__}(a, b)` instead"
+        )
+    target = outs[0]
+    new = inplace_result(target, array_ufunc(ufunc, method, inputs, kwargs), ufunc.__name__)
+    target._elems, target._memref = new.elems, None
+    return target
+
+
+def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
+    out = kwargs.pop("out", None)
+    if out is not None and not (isinstance(out, tuple) and all(o is None for o in out)):
+        return _ufunc_with_out(ufunc, method, inputs, kwargs, out)
     if ufunc is np.matmul:
         return _wrap(np.matmul(*[_as_elems(x) for x in inputs]))
     if method == "reduce":
@@ -961,10 +1025,6 @@ def _linspace(start, stop, num=50, endpoint=True, **kw):
     return Tracer(out, FLOAT)
 
 
-def _isclose_unsupported(*a, **k):
-    raise CompileError("numpy.isclose/allclose on traced values would need a concrete bool")
-
-
 def _clip(a, a_min, a_max, **kw):
     t = a
     if a_min is not None:
@@ -1011,14 +1071,6 @@ def _outer(a, b, **kw):
 
 def _vdot(a, b):
     return _wrap(np.vdot(np.conjugate(as_tracer(a)).elems, _as_elems(b)))
-
-
-def _norm(x, ord=None, axis=None, keepdims=False):
-    if ord not in (None, 2, "fro") or (ord == 2 and as_tracer(x).ndim != 1):
-        raise CompileError(f"numpy.linalg.norm with ord={ord!r} is not supported")
-    t = as_tracer(x)
-    sq = np.real(t * np.conj(t)) if t.dtype == COMPLEX else t * t
-    return np.sqrt(_sum(sq, axis=axis, keepdims=keepdims))
 
 
 def _angle(z, deg=False):
@@ -1082,10 +1134,7 @@ FUNCTION_RULES: dict[Callable, Callable] = {
     np.real: _real,
     np.imag: _imag,
     np.linspace: _linspace,
-    np.isclose: _isclose_unsupported,
-    np.allclose: _isclose_unsupported,
     np.result_type: _result_type,
-    np.linalg.norm: _norm,
     np.angle: _angle,
 }
 

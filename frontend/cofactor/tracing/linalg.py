@@ -1,0 +1,101 @@
+"""`numpy.linalg` on tracers: norms. Decompositions (`eig`, `svd`, `det` of general size,
+`inv`) need pivoting on run-time values and are refused with a CompileError.
+
+Importing this module registers its rules in `numpy_rules.FUNCTION_RULES`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from cofactor.errors import CompileError
+from cofactor.tracing.numpy_rules import FUNCTION_RULES, as_tracer, cast_tracer
+from cofactor.tracing.tracer import COMPLEX, FLOAT, Tracer
+
+
+def _abs(t: Tracer) -> Tracer:
+    return np.abs(t) if t.dtype == COMPLEX else np.abs(cast_tracer(t, FLOAT))
+
+
+def _vector_norm(t: Tracer, ord: Any, axis: int, keepdims: bool) -> Tracer:
+    if ord is None or ord == 2:
+        sq = np.real(t * np.conj(t)) if t.dtype == COMPLEX else cast_tracer(t, FLOAT) ** 2
+        return np.sqrt(np.sum(sq, axis=axis, keepdims=keepdims))
+    if isinstance(ord, str):
+        raise CompileError(f"numpy.linalg.norm: invalid norm order {ord!r} for vectors")
+    a = _abs(t)
+    if ord == np.inf:
+        return np.max(a, axis=axis, keepdims=keepdims)
+    if ord == -np.inf:
+        return np.min(a, axis=axis, keepdims=keepdims)
+    if ord == 0:
+        return cast_tracer(np.count_nonzero(t, axis=axis, keepdims=keepdims), FLOAT)
+    if ord == 1:
+        return np.sum(a, axis=axis, keepdims=keepdims)
+    p = float(ord)
+    return np.sum(a**p, axis=axis, keepdims=keepdims) ** (1.0 / p)
+
+
+def _matrix_norm(t: Tracer, ord: Any, axes: tuple[int, int], keepdims: bool) -> Tracer:
+    r, c = axes
+    if ord in (None, "fro"):
+        sq = np.real(t * np.conj(t)) if t.dtype == COMPLEX else cast_tracer(t, FLOAT) ** 2
+        out = np.sqrt(np.sum(sq, axis=axes, keepdims=keepdims))
+        return out
+    a = _abs(t)
+    col_sums = lambda: np.sum(a, axis=r, keepdims=True)  # noqa: E731
+    row_sums = lambda: np.sum(a, axis=c, keepdims=True)  # noqa: E731
+    pick = {1: (col_sums, np.max), -1: (col_sums, np.min)}
+    pick.update({np.inf: (row_sums, np.max), -np.inf: (row_sums, np.min)})
+    if ord not in pick:
+        raise CompileError(
+            f"numpy.linalg.norm with ord={ord!r} on a traced matrix needs singular values, "
+            "which cofactor does not compute; use ord='fro', 1 or inf"
+        )
+    sums, ext = pick[ord]
+    out = ext(sums(), axis=axes, keepdims=True)
+    return out if keepdims else np.squeeze(out, axis=axes)
+
+
+def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Tracer:
+    """numpy.linalg.norm: vector norms (any ord), matrix norms 'fro', 1, -1, inf, -inf."""
+    t = as_tracer(x)
+    if axis is None:
+        if ord is None:  # numpy: the 2-norm of the flattened array, whatever its ndim
+            out = _vector_norm(np.reshape(t, (-1,)), None, 0, False)
+            return np.reshape(out, (1,) * t.ndim) if keepdims else out
+        if t.ndim == 1:
+            return _vector_norm(t, ord, 0, keepdims)
+        if t.ndim == 2:
+            return _matrix_norm(t, ord, (0, 1), keepdims)
+        raise CompileError("numpy.linalg.norm: improper number of dimensions to norm")
+    axes = tuple(int(a) % t.ndim for a in np.atleast_1d(axis))
+    if len(axes) == 1:
+        return _vector_norm(t, ord, axes[0], keepdims)
+    if len(axes) == 2:
+        return _matrix_norm(t, ord, axes, keepdims)
+    raise CompileError("numpy.linalg.norm: improper number of dimensions to norm")
+
+
+def _refuse(name: str, hint: str):
+    def rule(*args: Any, **kwargs: Any) -> Any:
+        raise CompileError(f"numpy.linalg.{name} is not supported on traced values; {hint}")
+
+    return rule
+
+
+_DECOMPOSITION_HINT = (
+    "it needs pivoting on run-time values. Compute it before qjit (a static argument) or "
+    "inside cofactor.pure_callback"
+)
+FUNCTION_RULES.update(
+    {
+        np.linalg.norm: _norm,
+        **{
+            getattr(np.linalg, n): _refuse(n, _DECOMPOSITION_HINT)
+            for n in ("det", "inv", "eig", "eigh", "eigvals", "eigvalsh", "svd", "qr", "solve")
+        },
+    }
+)
