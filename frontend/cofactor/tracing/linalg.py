@@ -1,5 +1,7 @@
-"""`numpy.linalg` on tracers: norms. Decompositions (`eig`, `svd`, `det` of general size,
-`inv`) need pivoting on run-time values and are refused with a CompileError.
+"""Linear algebra on tracers: products (`dot`, `outer`, `kron`, `tensordot`, `einsum`,
+`vdot`, `trace`) run numpy on the object arrays of Scalars; `numpy.linalg` norms.
+Decompositions (`eig`, `svd`, `det`, `inv`, ...) need pivoting on run-time values and are
+refused with a CompileError.
 
 Importing this module registers its rules in `numpy_rules.FUNCTION_RULES`.
 """
@@ -11,8 +13,39 @@ from typing import Any
 import numpy as np
 
 from cofactor.errors import CompileError
-from cofactor.tracing.numpy_rules import FUNCTION_RULES, as_tracer, cast_tracer
+from cofactor.tracing.numpy_rules import FUNCTION_RULES, _as_elems, _wrap, as_tracer, cast_tracer
 from cofactor.tracing.tracer import COMPLEX, FLOAT, Tracer
+
+
+def _trace(a, **kw):
+    t = as_tracer(a)
+    return _wrap(np.sum(np.diagonal(t.elems)))
+
+
+def _kron(a, b):
+    return _wrap(np.kron(_as_elems(a), _as_elems(b)))
+
+
+def _dot(a, b, **kw):
+    return _wrap(np.dot(_as_elems(a), _as_elems(b)))
+
+
+def _tensordot(a, b, axes=2):
+    return _wrap(np.tensordot(_as_elems(a), _as_elems(b), axes=axes))
+
+
+def _einsum(subscripts, *operands, **kw):
+    if not isinstance(subscripts, str):
+        raise CompileError("numpy.einsum needs a subscripts string")
+    return _wrap(np.einsum(subscripts, *[_as_elems(o) for o in operands], dtype=object))
+
+
+def _outer(a, b, **kw):
+    return _wrap(np.outer(_as_elems(a), _as_elems(b)))
+
+
+def _vdot(a, b):
+    return _wrap(np.vdot(np.conjugate(as_tracer(a)).elems, _as_elems(b)))
 
 
 def _abs(t: Tracer) -> Tracer:
@@ -93,6 +126,13 @@ _DECOMPOSITION_HINT = (
 FUNCTION_RULES.update(
     {
         np.linalg.norm: _norm,
+        np.dot: _dot,
+        np.vdot: _vdot,
+        np.outer: _outer,
+        np.tensordot: _tensordot,
+        np.einsum: _einsum,
+        np.kron: _kron,
+        np.trace: _trace,
         **{
             getattr(np.linalg, n): _refuse(n, _DECOMPOSITION_HINT)
             for n in ("det", "inv", "eig", "eigh", "eigvals", "eigvalsh", "svd", "qr", "solve")
