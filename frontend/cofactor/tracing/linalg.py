@@ -17,9 +17,10 @@ from cofactor.tracing.numpy_rules import FUNCTION_RULES, _as_elems, _wrap, as_tr
 from cofactor.tracing.tracer import COMPLEX, FLOAT, Tracer
 
 
-def _trace(a, **kw):
+def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     t = as_tracer(a)
-    return _wrap(np.sum(np.diagonal(t.elems)))
+    diag = np.diagonal(t.elems, offset, axis1, axis2)
+    return _wrap(np.sum(diag, axis=-1)) if diag.shape[-1] else np.zeros(diag.shape[:-1], t.dtype)
 
 
 def _kron(a, b):
@@ -77,19 +78,22 @@ def _matrix_norm(t: Tracer, ord: Any, axes: tuple[int, int], keepdims: bool) -> 
         sq = np.real(t * np.conj(t)) if t.dtype == COMPLEX else cast_tracer(t, FLOAT) ** 2
         out = np.sqrt(np.sum(sq, axis=axes, keepdims=keepdims))
         return out
-    a = _abs(t)
-    col_sums = lambda: np.sum(a, axis=r, keepdims=True)  # noqa: E731
-    row_sums = lambda: np.sum(a, axis=c, keepdims=True)  # noqa: E731
-    pick = {1: (col_sums, np.max), -1: (col_sums, np.min)}
-    pick.update({np.inf: (row_sums, np.max), -np.inf: (row_sums, np.min)})
+    pick = {1: (r, c, np.max), -1: (r, c, np.min), np.inf: (c, r, np.max)}
+    pick[-np.inf] = (c, r, np.min)
     if ord not in pick:
         raise CompileError(
             f"numpy.linalg.norm with ord={ord!r} on a traced matrix needs singular values, "
             "which cofactor does not compute; use ord='fro', 1 or inf"
         )
-    sums, ext = pick[ord]
-    out = ext(sums(), axis=axes, keepdims=True)
-    return out if keepdims else np.squeeze(out, axis=axes)
+    # numpy's formula: sum |x| over one axis, then the max/min over the other
+    sum_axis, ext_axis, ext = pick[ord]
+    if ext_axis > sum_axis:
+        ext_axis -= 1
+    out = ext(np.sum(_abs(t), axis=sum_axis), axis=ext_axis)
+    if keepdims:
+        for ax in sorted(axes):
+            out = np.expand_dims(out, ax)
+    return out
 
 
 def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Tracer:
