@@ -506,3 +506,20 @@ def test_pennylane_decompositions_with_traced_times_match_pennylane(circuit):
         assert float(value(t)) == pytest.approx(float(ref(t)), abs=1e-12)
         expected = qml.grad(ref)(qml.numpy.array(t, requires_grad=True))
         assert float(grad(t)) == pytest.approx(float(expected), abs=1e-9)
+
+
+def test_a_concrete_value_asked_for_inside_pennylane_names_pennylane_code():
+    # PennyLane's code testing a parameter's value (`if math.allclose(theta, 0):`) gets a
+    # message naming that code, not advice to use cofactor.cond where the user cannot
+    namespace = {"__name__": "pennylane.ops.fake_module", "np": np}
+    source = "def decomposition(theta):\n    if np.allclose(theta, 0.0):\n        return 0\n"
+    exec(compile(source, "fake_module.py", "exec"), namespace)  # noqa: S102
+
+    def f(x):
+        namespace["decomposition"](x)
+        return x
+
+    with pytest.raises(CompileError, match=r"PennyLane's decomposition \(pennylane.ops.fake"):
+        qjit(f)(0.3)
+    with pytest.raises(CompileError, match="cofactor.cond"):  # the user's own `if`
+        qjit(lambda x: x if np.allclose(x, 0.0) else -x)(0.3)

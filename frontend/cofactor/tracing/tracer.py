@@ -54,6 +54,34 @@ def normalize_dtype(dtype: Any) -> np.dtype:
     raise CompileError(f"cofactor does not support values of dtype {dtype}")
 
 
+_PENNYLANE_MESSAGE = (
+    "PennyLane's {func} ({file}, line {line}) needs a concrete {what} from a traced value, whose "
+    "value is only known when the compiled program runs. Pass the parameter it comes from as "
+    "a static argument (qjit(static_argnums=...)), or compute this part outside qjit."
+)
+
+
+def _concrete_error(what: str, where: str) -> CompileError:
+    """The error for a Python conversion of a traced value. When PennyLane's own code asks
+    (a decomposition testing a parameter's value), say so: the user cannot put a
+    `cofactor.cond` there."""
+    import sys
+
+    def module(f: Any) -> str:
+        return f.f_globals.get("__name__", "") or ""
+
+    frame = sys._getframe(2)
+    while frame is not None and module(frame).split(".")[0] in ("cofactor", "numpy", "autoray"):
+        frame = frame.f_back
+    if frame is not None and module(frame).split(".")[0] == "pennylane":
+        code = frame.f_code
+        func = getattr(code, "co_qualname", code.co_name)
+        return CompileError(
+            _PENNYLANE_MESSAGE.format(func=func, file=module(frame), line=frame.f_lineno, what=what)
+        )
+    return CompileError(_BOOL_MESSAGE.format(what=what, where=where))
+
+
 class _NoConcreteValue:
     """Python conversions a traced value cannot answer while tracing (`if x:`, `float(x)`,
     `range(x)`, ...): each raises a CompileError that points to cofactor's control flow."""
@@ -61,19 +89,19 @@ class _NoConcreteValue:
     __slots__ = ()
 
     def __bool__(self) -> bool:
-        raise CompileError(_BOOL_MESSAGE.format(what="bool", where="if/while/and/or"))
+        raise _concrete_error("bool", "if/while/and/or")
 
     def __float__(self) -> float:
-        raise CompileError(_BOOL_MESSAGE.format(what="float", where="float()"))
+        raise _concrete_error("float", "float()")
 
     def __int__(self) -> int:
-        raise CompileError(_BOOL_MESSAGE.format(what="int", where="int()"))
+        raise _concrete_error("int", "int()")
 
     def __index__(self) -> int:
-        raise CompileError(_BOOL_MESSAGE.format(what="int", where="an index, range() or a shape"))
+        raise _concrete_error("int", "an index, range() or a shape")
 
     def __complex__(self) -> complex:
-        raise CompileError(_BOOL_MESSAGE.format(what="complex", where="complex()"))
+        raise _concrete_error("complex", "complex()")
 
 
 class Scalar(_NoConcreteValue):
@@ -626,7 +654,8 @@ def _keep_tracers(old: Any) -> Any:
     so `qml.math.finfo(qml.math.asarray(x).dtype)` works), not numpy's object array."""
 
     def asarray(x: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
-        if not _contains_traced(x):
+        # outside a trace (uncompiled PennyLane) this costs one list lookup
+        if not context.is_tracing() or not _contains_traced(x):
             return old(x, dtype, *args, **kwargs)
         from cofactor.tracing.numpy_api import as_tracer, cast_tracer
 
