@@ -13,6 +13,7 @@ import numpy as np
 from cofactor.errors import CompileError
 from cofactor.tracing.numpy_rules import (
     FUNCTION_RULES,
+    REFUSED_FUNCTIONS,
     _wrap,
     as_tracer,
     cast_tracer,
@@ -82,13 +83,6 @@ def _empty_like(a: Any, dtype: Any = None, **kw: Any) -> np.ndarray:
     return np.zeros(t.shape, dtype=normalize_dtype(dtype) if dtype is not None else t.dtype)
 
 
-def _refuse(name: str, hint: str):
-    def rule(*args: Any, **kwargs: Any) -> Any:
-        raise CompileError(f"numpy.{name} is not supported on traced values; {hint}")
-
-    return rule
-
-
 _SHAPE_HINT = "its result's shape or order depends on run-time values. Use np.where with a mask"
 FUNCTION_RULES.update(
     {
@@ -100,10 +94,15 @@ FUNCTION_RULES.update(
         np.tril: _triangle(np.tril),
         np.full_like: _full_like,
         np.empty_like: _empty_like,
-        np.nonzero: _refuse("nonzero", _SHAPE_HINT),
-        np.argwhere: _refuse("argwhere", _SHAPE_HINT),
-        np.unique: _refuse("unique", _SHAPE_HINT),
-        np.sort: _refuse("sort", "sorting traced values is not implemented; sort before qjit"),
-        np.argsort: _refuse("argsort", "sorting traced values is not implemented"),
+    }
+)
+_SORT_HINT = "sorting traced values is not implemented; sort before qjit (a static argument)"
+REFUSED_FUNCTIONS.update(
+    {
+        np.nonzero: _SHAPE_HINT,
+        np.argwhere: _SHAPE_HINT,
+        np.unique: _SHAPE_HINT,
+        np.sort: _SORT_HINT,
+        np.argsort: _SORT_HINT,
     }
 )

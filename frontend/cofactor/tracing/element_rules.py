@@ -375,3 +375,116 @@ UFUNC_KINDS: dict[np.ufunc, str] = {
     np.invert: "ib",
     np.power: "fi",
 }
+
+
+# ----------------------------------------------------------------------------------------
+# more float ufuncs, as formulas over the rules above (so Enzyme differentiates them)
+# ----------------------------------------------------------------------------------------
+def _abs(b, x):
+    return b.generic("math.abs", [x], f64)
+
+
+def _log1p(b, x):
+    return UFUNC_RULES[np.log1p](b, "f", x)
+
+
+def _exp2(b, k, x):
+    return b.math(math.ExpOp, b.binary(arith.MulfOp, x, b.const(float(np.log(2.0)), f64)))
+
+
+def _hypot(b, k, x, y):
+    sq = b.binary(arith.AddfOp, b.binary(arith.MulfOp, x, x), b.binary(arith.MulfOp, y, y))
+    return UFUNC_RULES[np.sqrt](b, "f", sq)
+
+
+def _scale(factor: float):
+    return lambda b, k, x: b.binary(arith.MulfOp, x, b.const(factor, f64))
+
+
+def _arcsinh(b, k, x):
+    # sign(x) * log(|x| + sqrt(x^2 + 1)): no cancellation for negative x
+    ax = _abs(b, x)
+    root = b.math(math.SqrtOp, b.binary(arith.AddfOp, b.binary(arith.MulfOp, x, x), _one(b)))
+    mag = b.math(math.LogOp, b.binary(arith.AddfOp, ax, root))
+    return b.select(b.cmpf("olt", x, b.const(0.0, f64)), b.unary(arith.NegfOp, mag), mag)
+
+
+def _arccosh(b, k, x):
+    root = b.math(math.SqrtOp, b.binary(arith.SubfOp, b.binary(arith.MulfOp, x, x), _one(b)))
+    return b.math(math.LogOp, b.binary(arith.AddfOp, x, root))
+
+
+def _arctanh(b, k, x):
+    # (log1p(x) - log1p(-x)) / 2
+    diff = b.binary(arith.SubfOp, _log1p(b, x), _log1p(b, b.unary(arith.NegfOp, x)))
+    return b.binary(arith.MulfOp, diff, b.const(0.5, f64))
+
+
+def _trunc(b, k, x):
+    neg = b.cmpf("olt", x, b.const(0.0, f64))
+    return b.select(neg, b.math(math.CeilOp, x), b.math(math.FloorOp, x))
+
+
+def _cbrt(b, k, x):
+    mag = b.powf(_abs(b, x), b.const(1.0 / 3.0, f64))
+    return b.select(b.cmpf("olt", x, b.const(0.0, f64)), b.unary(arith.NegfOp, mag), mag)
+
+
+def _logaddexp(b, k, x, y):
+    # max(x, y) + log1p(exp(-|x - y|))
+    hi = b.select(b.cmpf("ogt", x, y), x, y)
+    gap = b.unary(arith.NegfOp, _abs(b, b.binary(arith.SubfOp, x, y)))
+    return b.binary(arith.AddfOp, hi, _log1p(b, b.math(math.ExpOp, gap)))
+
+
+def _one(b):
+    return b.const(1.0, f64)
+
+
+def _inf_check(kind: str):
+    """isnan / isinf / isfinite: float compares; ints and bools are always finite."""
+
+    def test(b, x):
+        if kind == "nan":
+            return b.cmpf("uno", x, x)
+        inf = b.const(float("inf"), f64)
+        return b.cmpf("oeq" if kind == "inf" else "one", _abs(b, x), inf)
+
+    def rule(b, k, x):
+        if k == "c":
+            both = (test(b, x[0]), test(b, x[1]))
+            op = arith.AndIOp if kind == "finite" else arith.OrIOp
+            return b.binary(op, *both)
+        if k != "f":
+            return b.const(kind == "finite", i1)
+        return test(b, x)
+
+    return rule
+
+
+_PI = float(np.pi)
+UFUNC_RULES.update(
+    {
+        np.fabs: lambda b, k, x: _abs(b, x),
+        np.exp2: _exp2,
+        np.hypot: _hypot,
+        np.deg2rad: _scale(_PI / 180.0),
+        np.radians: _scale(_PI / 180.0),
+        np.rad2deg: _scale(180.0 / _PI),
+        np.degrees: _scale(180.0 / _PI),
+        np.arcsinh: _arcsinh,
+        np.arccosh: _arccosh,
+        np.arctanh: _arctanh,
+        np.trunc: _trunc,
+        np.cbrt: _cbrt,
+        np.logaddexp: _logaddexp,
+        np.isnan: _inf_check("nan"),
+        np.isinf: _inf_check("inf"),
+        np.isfinite: _inf_check("finite"),
+    }
+)
+for _uf in (
+    np.fabs, np.exp2, np.hypot, np.deg2rad, np.radians, np.rad2deg, np.degrees, np.arcsinh,
+    np.arccosh, np.arctanh, np.trunc, np.cbrt, np.logaddexp,
+):  # fmt: skip
+    UFUNC_KINDS[_uf] = "f"

@@ -13,7 +13,14 @@ from typing import Any
 import numpy as np
 
 from cofactor.errors import CompileError
-from cofactor.tracing.numpy_rules import FUNCTION_RULES, _as_elems, _wrap, as_tracer, cast_tracer
+from cofactor.tracing.numpy_rules import (
+    FUNCTION_RULES,
+    REFUSED_FUNCTIONS,
+    _as_elems,
+    _wrap,
+    as_tracer,
+    cast_tracer,
+)
 from cofactor.tracing.tracer import COMPLEX, FLOAT, Tracer
 
 
@@ -116,13 +123,6 @@ def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> 
     raise CompileError("numpy.linalg.norm: improper number of dimensions to norm")
 
 
-def _refuse(name: str, hint: str):
-    def rule(*args: Any, **kwargs: Any) -> Any:
-        raise CompileError(f"numpy.linalg.{name} is not supported on traced values; {hint}")
-
-    return rule
-
-
 _DECOMPOSITION_HINT = (
     "it needs pivoting on run-time values. Compute it before qjit (a static argument) or "
     "inside cofactor.pure_callback"
@@ -137,9 +137,11 @@ FUNCTION_RULES.update(
         np.einsum: _einsum,
         np.kron: _kron,
         np.trace: _trace,
-        **{
-            getattr(np.linalg, n): _refuse(n, _DECOMPOSITION_HINT)
-            for n in ("det", "inv", "eig", "eigh", "eigvals", "eigvalsh", "svd", "qr", "solve")
-        },
+    }
+)
+REFUSED_FUNCTIONS.update(
+    {
+        getattr(np.linalg, n): _DECOMPOSITION_HINT
+        for n in ("det", "inv", "eig", "eigh", "eigvals", "eigvalsh", "svd", "qr", "solve")
     }
 )

@@ -744,11 +744,19 @@ FUNCTION_RULES: dict[Callable, Callable] = {
 }
 
 
+#: numpy functions cofactor refuses on traced values -> what to do instead
+REFUSED_FUNCTIONS: dict[Callable, str] = {}
+
+
 def array_function(func: Callable, args: tuple, kwargs: dict) -> Any:
     rule = FUNCTION_RULES.get(func)
     if rule is None:
         name = getattr(func, "__module__", "numpy") + "." + getattr(func, "__name__", str(func))
-        raise CompileError(f"{name} is not supported on traced values by cofactor")
+        name = name.replace("numpy.linalg._linalg", "numpy.linalg")
+        hint = REFUSED_FUNCTIONS.get(func, "")
+        raise CompileError(
+            f"{name} is not supported on traced values by cofactor" + (f"; {hint}" if hint else "")
+        )
     return rule(*args, **kwargs)
 
 
