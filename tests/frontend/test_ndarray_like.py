@@ -523,3 +523,18 @@ def test_a_concrete_value_asked_for_inside_pennylane_names_pennylane_code():
         qjit(f)(0.3)
     with pytest.raises(CompileError, match="cofactor.cond"):  # the user's own `if`
         qjit(lambda x: x if np.allclose(x, 0.0) else -x)(0.3)
+
+
+def test_object_arrays_from_np_asarray_and_ufunc_outer():
+    def f(x):
+        a = np.asarray(x)  # an object ndarray of traced elements: numpy's object loops
+        return np.arcsinh(a), np.hypot(a, 1.0), np.multiply.outer(x, x[:2]), np.add.outer(x, 1.0)
+
+    _check(f, U, tol=1e-14)
+
+
+def test_np_asarray_with_a_numeric_dtype_says_what_to_use():
+    with pytest.raises(CompileError, match=r"x.astype\(dtype\) or qml.math.asarray"):
+        qjit(lambda x: np.asarray(x, dtype=float))(X)
+    with pytest.raises(CompileError, match=r"numpy.add.accumulate is not supported"):
+        qjit(lambda x: np.add.accumulate(x))(X)

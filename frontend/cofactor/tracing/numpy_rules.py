@@ -305,8 +305,15 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         return _wrap(np.matmul(*[_as_elems(x) for x in inputs]))
     if method == "reduce":
         return _reduce(ufunc, inputs[0], kwargs.get("axis", 0))
+    if method == "outer" and len(inputs) == 2 and not kwargs:
+        # ufunc.outer(a, b): a's axes, then b's, broadcast against each other
+        a, b = as_tracer(inputs[0]), as_tracer(inputs[1])
+        return ufunc(np.reshape(a, a.shape + (1,) * b.ndim), b)
     if method != "__call__":
-        raise CompileError(f"numpy.{ufunc.__name__}.{method} is not supported on traced values")
+        raise CompileError(
+            f"numpy.{ufunc.__name__}.{method} is not supported on traced values; write the "
+            "loop with cofactor.for_loop or use numpy.cumsum/numpy.sum"
+        )
     if ufunc not in UFUNC_RULES:
         raise CompileError(f"numpy.{ufunc.__name__} is not supported by cofactor's tracer")
     looped = _loop_ufunc(ufunc, inputs)

@@ -261,7 +261,9 @@ def _object_loop_method(ufunc: np.ufunc):
 for _uf in (
     np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.sinh, np.cosh, np.tanh,
     np.exp, np.expm1, np.log, np.log1p, np.log2, np.log10, np.sqrt, np.floor, np.ceil,
-    np.arctan2, np.square, np.absolute, np.sign, np.rint, np.conjugate,
+    np.arctan2, np.square, np.absolute, np.sign, np.rint, np.conjugate, np.fabs, np.exp2,
+    np.hypot, np.deg2rad, np.rad2deg, np.radians, np.degrees, np.arcsinh, np.arccosh,
+    np.arctanh, np.trunc, np.cbrt, np.logaddexp,
 ):  # fmt: skip
     setattr(Scalar, _uf.__name__, _object_loop_method(_uf))
 Scalar.conj = Scalar.conjugate
@@ -374,8 +376,15 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
         return array_function(func, args, kwargs)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        # np.array([tracer, ...]) and qml.math.asarray land here: hand numpy the elements as
-        # an object array; numpy's object loops then call the Scalar operators.
+        # np.array([tracer, ...]) and np.asarray(tracer) land here: hand numpy the elements
+        # as an object array; numpy's object loops then call the Scalar operators. numpy
+        # always makes an ndarray here, so a numeric dtype cannot be had without values.
+        if dtype is not None and np.dtype(dtype) != np.dtype(object):
+            raise CompileError(
+                f"numpy.asarray/array(traced value, dtype={np.dtype(dtype)}) would need the "
+                "values, which are only known when the compiled program runs; use "
+                "x.astype(dtype) or qml.math.asarray(x, dtype=dtype), which keep the tracer"
+            )
         return self.elems
 
     # -- indexing ----------------------------------------------------------------------
