@@ -124,6 +124,30 @@ def test_every_function_rule_lowers():
             "einsum": np.einsum("ij,j->i", m, v),
             "norm": np.linalg.norm(v),
             "angle": np.angle(v * 1j + 1),
+            "round": np.round(v, 1),
+            "around": np.around(v),
+            "fix": np.fix(v),
+            "isclose": np.isclose(v, 0.5),
+            "allclose": np.allclose(v, 0.5),
+            "array_equal": np.array_equal(v, v),
+            "array_equiv": np.array_equiv(v, v[0]),
+            "any": np.any(v > 0),
+            "all": np.all(m > 0, axis=0),
+            "count_nonzero": np.count_nonzero(v),
+            "iscomplex": np.iscomplex(v * 1j),
+            "isreal": np.isreal(v),
+            "iscomplexobj": np.iscomplexobj(v) * v,
+            "isrealobj": np.isrealobj(v) * v,
+            "var": np.var(m, axis=0),
+            "std": np.std(v),
+            "cumprod": np.cumprod(v),
+            "diff": np.diff(v),
+            "triu": np.triu(m),
+            "tril": np.tril(m),
+            "full_like": np.full_like(v, 2.0),
+            "empty_like": np.empty_like(v),
+            "real_if_close": np.real_if_close(v + 0j),
+            "nan_to_num": np.nan_to_num(v),
         }
 
     covered = {
@@ -134,7 +158,11 @@ def test_every_function_rule_lowers():
         np.broadcast_to, np.atleast_1d, np.atleast_2d, np.copy, np.stack, np.concatenate,
         np.hstack, np.vstack, np.zeros_like, np.ones_like, np.shape, np.ndim, np.size,
         np.real, np.imag, np.linspace, np.result_type, np.isclose, np.allclose,
-        np.take, np.tensordot, np.einsum, np.linalg.norm, np.angle,
+        np.take, np.tensordot, np.einsum, np.linalg.norm, np.angle, np.round, np.around,
+        np.fix, np.array_equal, np.array_equiv, np.any, np.all, np.count_nonzero,
+        np.iscomplex, np.isreal, np.iscomplexobj, np.isrealobj, np.var, np.std, np.cumprod,
+        np.diff, np.triu, np.tril, np.full_like, np.empty_like, np.real_if_close,
+        np.nan_to_num,
     }  # fmt: skip
     assert set(FUNCTION_RULES) <= covered, set(FUNCTION_RULES) - covered
     specs = [BufferSpec((2, 3), DTYPES[0]), BufferSpec((3,), DTYPES[0]), BufferSpec((), DTYPES[1])]

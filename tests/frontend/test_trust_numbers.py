@@ -185,6 +185,28 @@ def test_index_error_in_a_loop_reports_the_first_bad_index():
     ]
 
 
+def test_a_while_loop_whose_condition_reads_a_bad_index_stops():
+    # After an index error the compiled code reads element 0 instead; a condition that reads
+    # the bad index would then never turn false, so the loop must stop on the pending error.
+    out = run_isolated(
+        """
+        @cofactor.qjit
+        def find(x, t):
+            return cofactor.while_loop(lambda i: x[i] != t)(lambda i: i + 1)(0)
+
+        x = np.array([1.0, 2.0, 3.0])
+        print(find(x, 3.0))
+        try:
+            find(x, 7.0)   # numpy: x[3] raises IndexError
+        except IndexError as e:
+            print(e)
+        print(find(x, 2.0))
+        """,
+        timeout=60,
+    )
+    assert out.splitlines() == ["2", "index 3 is out of bounds for axis 0 with size 3", "1"]
+
+
 def test_traced_store_in_a_loop_carry():
     @qjit
     def shift(x, n: int):

@@ -578,18 +578,33 @@ class _Transform:
 
                 self._compiled = qjit(self)
             return self._compiled(*args, **kwargs)
+        fn = self.fn
         if kwargs:
             import inspect
 
             bound = inspect.signature(self.fn).bind(*args, **kwargs)
             bound.apply_defaults()
             args = bound.args
+            if bound.kwargs:  # keyword-only parameters: passed through, never differentiated
+                fn = _with_keywords_last(self.fn, len(args), list(bound.kwargs))
+                args = (*args, *bound.kwargs.values())
         what = f"{self.kind}({_fn_name(self.fn)})"
-        req = _Request(self.fn, args, self.argnums, self.method, self.h, what)
+        req = _Request(fn, args, self.argnums, self.method, self.h, what)
         return self._apply(req)
 
     def _apply(self, req: _Request) -> Any:  # pragma: no cover - overridden
         raise NotImplementedError
+
+
+def _with_keywords_last(fn: Callable, n_positional: int, names: list[str]) -> Callable:
+    """`fn` taking its keyword arguments as trailing positional ones: traced keyword values
+    then enter the differentiated function as arguments (argnums never reach them)."""
+
+    def positional(*args: Any) -> Any:
+        return fn(*args[:n_positional], **dict(zip(names, args[n_positional:], strict=True)))
+
+    positional.__name__ = getattr(fn, "__name__", "fn")
+    return positional
 
 
 def _grad_of(req: _Request) -> tuple[list[Tracer], list[Tracer]]:

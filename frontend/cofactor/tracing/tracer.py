@@ -26,18 +26,12 @@ from xdsl.rewriter import InsertPoint
 
 from cofactor.errors import CompileError
 from cofactor.tracing import context
+from cofactor.tracing.concrete import _NoConcreteValue
 
 COMPLEX = np.dtype(np.complex128)
 FLOAT = np.dtype(np.float64)
 INT = np.dtype(np.int64)
 BOOL = np.dtype(np.bool_)
-
-_BOOL_MESSAGE = (
-    "A traced value was used where Python needs a concrete {what} ({where}). Its value is only "
-    "known when the compiled program runs. Use cofactor.cond for if/else on traced values, "
-    "cofactor.while_loop for while loops, cofactor.for_loop for loops with traced bounds, or "
-    "mark the argument static with qjit(static_argnums=...)."
-)
 
 
 def normalize_dtype(dtype: Any) -> np.dtype:
@@ -52,28 +46,6 @@ def normalize_dtype(dtype: Any) -> np.dtype:
     if dtype.kind == "c":
         return COMPLEX
     raise CompileError(f"cofactor does not support values of dtype {dtype}")
-
-
-class _NoConcreteValue:
-    """Python conversions a traced value cannot answer while tracing (`if x:`, `float(x)`,
-    `range(x)`, ...): each raises a CompileError that points to cofactor's control flow."""
-
-    __slots__ = ()
-
-    def __bool__(self) -> bool:
-        raise CompileError(_BOOL_MESSAGE.format(what="bool", where="if/while/and/or"))
-
-    def __float__(self) -> float:
-        raise CompileError(_BOOL_MESSAGE.format(what="float", where="float()"))
-
-    def __int__(self) -> int:
-        raise CompileError(_BOOL_MESSAGE.format(what="int", where="int()"))
-
-    def __index__(self) -> int:
-        raise CompileError(_BOOL_MESSAGE.format(what="int", where="an index, range() or a shape"))
-
-    def __complex__(self) -> complex:
-        raise CompileError(_BOOL_MESSAGE.format(what="complex", where="complex()"))
 
 
 class Scalar(_NoConcreteValue):
@@ -96,12 +68,12 @@ class Scalar(_NoConcreteValue):
 
     # Python operators and numpy object-loop methods all go through the ufunc rules.
     def _u(self, ufunc: np.ufunc, *others: Any) -> Any:
-        from cofactor.tracing.numpy_rules import scalar_ufunc
+        from cofactor.tracing.numpy_api import scalar_ufunc
 
         return scalar_ufunc(ufunc, self, *others)
 
     def _r(self, ufunc: np.ufunc, other: Any) -> Any:
-        from cofactor.tracing.numpy_rules import scalar_ufunc
+        from cofactor.tracing.numpy_api import scalar_ufunc
 
         return scalar_ufunc(ufunc, other, self)
 
@@ -194,18 +166,29 @@ class Scalar(_NoConcreteValue):
 
     __hash__ = object.__hash__
 
+    # A Scalar is an immutable SSA value: copies (PennyLane deep-copies operators and their
+    # parameters) are the Scalar itself, never a copy of the IR.
+    def __copy__(self) -> Scalar:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> Scalar:
+        return self
+
+    def __round__(self, ndigits: int | None = None) -> Any:
+        return Tracer(_objarr0(self), self.dtype).__round__(ndigits)
+
     def conjugate(self):
         return self._u(np.conjugate)
 
     @property
     def real(self):
-        from cofactor.tracing.numpy_rules import scalar_real
+        from cofactor.tracing.numpy_api import scalar_real
 
         return scalar_real(self)
 
     @property
     def imag(self):
-        from cofactor.tracing.numpy_rules import scalar_imag
+        from cofactor.tracing.numpy_api import scalar_imag
 
         return scalar_imag(self)
 
@@ -222,7 +205,9 @@ def _object_loop_method(ufunc: np.ufunc):
 for _uf in (
     np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.sinh, np.cosh, np.tanh,
     np.exp, np.expm1, np.log, np.log1p, np.log2, np.log10, np.sqrt, np.floor, np.ceil,
-    np.arctan2, np.square, np.absolute, np.sign, np.rint, np.conjugate,
+    np.arctan2, np.square, np.absolute, np.sign, np.rint, np.conjugate, np.fabs, np.exp2,
+    np.hypot, np.deg2rad, np.rad2deg, np.radians, np.degrees, np.arcsinh, np.arccosh,
+    np.arctanh, np.trunc, np.cbrt, np.logaddexp,
 ):  # fmt: skip
     setattr(Scalar, _uf.__name__, _object_loop_method(_uf))
 Scalar.conj = Scalar.conjugate
@@ -325,18 +310,25 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
 
     # -- numpy protocols -----------------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        from cofactor.tracing.numpy_rules import array_ufunc
+        from cofactor.tracing.numpy_api import array_ufunc
 
         return array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        from cofactor.tracing.numpy_rules import array_function
+        from cofactor.tracing.numpy_api import array_function
 
         return array_function(func, args, kwargs)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        # np.array([tracer, ...]) and qml.math.asarray land here: hand numpy the elements as
-        # an object array; numpy's object loops then call the Scalar operators.
+        # np.array([tracer, ...]) and np.asarray(tracer) land here: hand numpy the elements
+        # as an object array; numpy's object loops then call the Scalar operators. numpy
+        # always makes an ndarray here, so a numeric dtype cannot be had without values.
+        if dtype is not None and np.dtype(dtype) != np.dtype(object):
+            raise CompileError(
+                f"numpy.asarray/array(traced value, dtype={np.dtype(dtype)}) would need the "
+                "values, which are only known when the compiled program runs; use "
+                "x.astype(dtype) or qml.math.asarray(x, dtype=dtype), which keep the tracer"
+            )
         return self.elems
 
     # -- indexing ----------------------------------------------------------------------
@@ -352,11 +344,90 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
 
     __hash__ = object.__hash__
 
-    # -- ndarray-like methods ------------------------------------------------------------
-    def astype(self, dtype: Any) -> Tracer:
-        from cofactor.tracing.numpy_rules import cast_tracer
+    # -- copies ----------------------------------------------------------------------------
+    def copy(self, order: str = "C") -> Tracer:
+        """A new traced array with the same elements (Scalars are immutable SSA values, so
+        sharing them is a copy); assigning into the copy leaves `self` unchanged."""
+        if self._elems is None:
+            return Tracer(None, self.dtype, memref=self._memref, shape=self._shape)
+        return Tracer(self._elems.copy(), self.dtype)
 
-        return cast_tracer(self, normalize_dtype(dtype))
+    def __copy__(self) -> Tracer:
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict) -> Tracer:
+        return self.copy()
+
+    # -- ndarray-like methods ------------------------------------------------------------
+    def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", **kw: Any) -> Tracer:
+        from cofactor.tracing.numpy_api import cast_tracer
+
+        return cast_tracer(self, normalize_dtype(dtype)).copy()
+
+    @property
+    def itemsize(self) -> int:
+        return 16 if self.dtype == COMPLEX else self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.itemsize * self.size
+
+    def __round__(self, ndigits: int | None = None) -> Tracer:
+        # Python's round(): an int without ndigits (as for numpy scalars), else np.round
+        if ndigits is None:
+            return np.round(self).astype(INT) if self.dtype != COMPLEX else np.round(self)
+        return np.round(self, ndigits)
+
+    def round(self, decimals: int = 0, out: Any = None) -> Tracer:
+        return np.round(self, decimals, out=out)
+
+    def any(self, axis: Any = None, **kw: Any) -> Tracer:
+        return np.any(self, axis=axis, **kw)
+
+    def all(self, axis: Any = None, **kw: Any) -> Tracer:
+        return np.all(self, axis=axis, **kw)
+
+    def clip(self, min: Any = None, max: Any = None, **kw: Any) -> Tracer:
+        return np.clip(self, min, max, **kw)
+
+    def cumsum(self, axis: Any = None, **kw: Any) -> Tracer:
+        return np.cumsum(self, axis=axis, **kw)
+
+    def cumprod(self, axis: Any = None, **kw: Any) -> Tracer:
+        return np.cumprod(self, axis=axis, **kw)
+
+    def argmax(self, axis: Any = None, **kw: Any) -> Tracer:
+        return np.argmax(self, axis=axis, **kw)
+
+    def argmin(self, axis: Any = None, **kw: Any) -> Tracer:
+        return np.argmin(self, axis=axis, **kw)
+
+    def var(self, axis: Any = None, **kw: Any) -> Tracer:
+        return np.var(self, axis=axis, **kw)
+
+    def std(self, axis: Any = None, **kw: Any) -> Tracer:
+        return np.std(self, axis=axis, **kw)
+
+    def swapaxes(self, axis1: int, axis2: int) -> Tracer:
+        return np.swapaxes(self, axis1, axis2)
+
+    def repeat(self, repeats: Any, axis: Any = None) -> Tracer:
+        return np.repeat(self, repeats, axis=axis)
+
+    def take(self, indices: Any, axis: Any = None, **kw: Any) -> Tracer:
+        return np.take(self, indices, axis=axis, **kw)
+
+    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, **kw: Any) -> Tracer:
+        return np.trace(self, offset, axis1, axis2, **kw)
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tracer:
+        return np.diagonal(self, offset, axis1, axis2)
+
+    def nonzero(self) -> Any:
+        return np.nonzero(self)
+
+    def fill(self, value: Any) -> None:
+        self[...] = value
 
     def reshape(self, *shape: Any, **kw: Any) -> Tracer:
         if len(shape) == 1 and isinstance(shape[0], tuple | list):
@@ -484,6 +555,69 @@ for _name in (f"__{p}{op}__" for op in _ARITHMETIC for p in ("", "r")):
         setattr(Scalar, _name, _deferring(getattr(Scalar, _name)))
 
 
+# In-place operators. Python rebinds the name to what `__iadd__` returns: a new traced
+# value, as in JAX (and as Catalyst programs expect); numpy's rules for writing into an
+# existing array still apply to arrays (shape kept, same_kind casting: `int_array += 0.5`
+# raises). A 0-d traced value stands for a Python/numpy scalar and takes the promoted
+# dtype (`n += 0.5` makes a float), as scalars do. `x[i] += v` is getitem, this, setitem.
+def _inplace(ufunc: np.ufunc, name: str) -> Any:
+    def operator(self: Tracer, other: Any) -> Any:
+        if _is_foreign(other):
+            return NotImplemented
+        result = ufunc(self, other)
+        if self.ndim == 0 and np.ndim(result) == 0:
+            return result
+        from cofactor.tracing.numpy_api import inplace_result
+
+        return inplace_result(self, result, ufunc.__name__)
+
+    operator.__name__ = name
+    return operator
+
+
+for _op, _uf in (
+    ("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("truediv", np.true_divide),
+    ("floordiv", np.floor_divide), ("mod", np.remainder), ("pow", np.power),
+    ("matmul", np.matmul), ("and", np.bitwise_and), ("or", np.bitwise_or),
+    ("xor", np.bitwise_xor),
+):  # fmt: skip
+    setattr(Tracer, f"__i{_op}__", _inplace(_uf, f"__i{_op}__"))
+
+
+def _objarr0(x: Any) -> np.ndarray:
+    out = np.empty((), dtype=object)
+    out[()] = x
+    return out
+
+
+def _contains_traced(x: Any) -> bool:
+    if isinstance(x, Tracer | Scalar):
+        return True
+    if isinstance(x, list | tuple):
+        return any(_contains_traced(v) for v in x)
+    return (
+        isinstance(x, np.ndarray)
+        and x.dtype == object
+        and any(isinstance(v, Tracer | Scalar) for v in x.flat)
+    )
+
+
+def _keep_tracers(old: Any) -> Any:
+    """qml.math.asarray / array on traced values return a Tracer (float/complex dtype kept,
+    so `qml.math.finfo(qml.math.asarray(x).dtype)` works), not numpy's object array."""
+
+    def asarray(x: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+        # outside a trace (uncompiled PennyLane) this costs one list lookup
+        if not context.is_tracing() or not _contains_traced(x):
+            return old(x, dtype, *args, **kwargs)
+        from cofactor.tracing.numpy_api import as_tracer, cast_tracer
+
+        t = as_tracer(x)
+        return t if dtype is None else cast_tracer(t, normalize_dtype(dtype))
+
+    return asarray
+
+
 def _register_with_autoray() -> None:
     """PennyLane computes on operator parameters through `qml.math` (autoray): dispatch
     tracers to numpy, whose functions come back to the tracer through the protocols."""
@@ -491,6 +625,9 @@ def _register_with_autoray() -> None:
 
     autoray.register_backend(Tracer, "numpy")
     autoray.register_backend(Scalar, "numpy")
+    for backend in ("numpy", "builtins"):
+        for name in ("asarray", "array"):
+            autoray.register_function(backend, name, _keep_tracers, wrap=True)
 
 
 _register_with_autoray()
