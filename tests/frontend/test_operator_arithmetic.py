@@ -146,6 +146,27 @@ def test_dot_with_traced_coefficients_runs_forward_and_refuses_their_gradient():
         qjit(cofactor.grad(circuit, argnums=1))(0.4, c)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda c: qml.Hamiltonian(c, [qml.Z(0), qml.Z(0), qml.I(1)]),
+        lambda c: qml.dot(c, [qml.Z(0), qml.Z(0) @ qml.Z(0) @ qml.Z(0), qml.I(1)]),
+        lambda c: c[0] * qml.Z(0) + c[1] * qml.Z(0) + c[2] * qml.I(1),
+    ],
+    ids=["hamiltonian", "dot", "sum_of_s_prods"],
+)
+def test_repeated_words_with_traced_coefficients(make):
+    """PennyLane adds the coefficients of repeated words in place (`+=`) on traced values."""
+
+    @qml.qnode(dev3)
+    def circuit(x, c):
+        qml.RY(x, 0)
+        return qml.expval(make(c))
+
+    c = np.array([0.1, 0.2, 0.3])
+    np.testing.assert_allclose(qjit(circuit)(0.3, c), circuit(0.3, c), atol=1e-12)
+
+
 def test_non_hermitian_product_has_a_complex_expectation_as_in_pennylane():
     """X(0) @ Y(0) = iZ(0): PennyLane returns a complex expectation value."""
     circuit = _circuit(lambda: qml.X(0) @ qml.Y(0))
