@@ -86,6 +86,14 @@ class QuantumScope:
     # Matrices and Hamiltonian coefficients computed from the circuit's arguments: the
     # gradient passes treat them as constants, so a circuit with any cannot be differentiated.
     traced_constants: list[str] = field(default_factory=list)
+    # (mcm, transforms) one_shot: this function is one shot of a one-shot loop; shot_kinds:
+    # how the loop gathers each output; recording: the transform whose tape is being
+    # recorded (nothing is emitted meanwhile); mcm_values: MidMeasure id -> traced outcome
+    one_shot: bool = False
+    shot_kinds: list[str] = field(default_factory=list)
+    recording: str | None = None
+    mcm_values: dict[Any, Any] = field(default_factory=dict)
+    reacquires: list[Any] = field(default_factory=list)  # device resets between tapes
 
     # -- wires -----------------------------------------------------------------------
     def wire(self, label: Any) -> SSAValue:
@@ -116,6 +124,10 @@ class QuantumScope:
         """Emit the queued operators; returns the queued measurement processes."""
         if not self.queues:
             return []
+        if self.recording is not None:
+            from cofactor.tracing.transforms import refuse_region
+
+            refuse_region(self)
         queue = self.queues[-1]
         items = list(queue.queue)
         queue.clear()
@@ -234,6 +246,15 @@ class QuantumScope:
 
     def emit_measurement(self, mp: MeasurementProcess) -> Tracer:
         """Emit a terminal measurement; returns its value as a memref-backed tracer."""
+        from cofactor.tracing import mcm  # statistics of mid-circuit measurements, one-shot
+
+        special = mcm.dispatch(self, mp)
+        if special is not NotImplemented:
+            return special
+        return self.emit_measurement_plain(mp)
+
+    def emit_measurement_plain(self, mp: MeasurementProcess) -> Tracer:
+        """Emit a terminal measurement of wires/observables (no mid-circuit values)."""
         b = context.current().builder
         ctx = context.current()
         if isinstance(mp, ExpectationMP | VarianceMP):
@@ -417,12 +438,45 @@ def call_qnode(qnode: Any, args: tuple, kwargs: dict) -> Any:
     key = (id(qnode), tree, specs, static, differentiated)
     entry = ctx.functions.get(key)
     if entry is None:
-        entry = _emit_qnode_function(qnode, tree, leaves, specs, cells)
+        entry = _emit_with_mcm_method(qnode, tree, leaves, specs, cells)
         ctx.functions[key] = entry
     name, out_tree, out_leaves = entry
+    info = ctx.qnode_info[name]
     if differentiated:
-        check_differentiable(ctx.qnode_info[name])
+        check_differentiable(info)
+    if info.one_shot_shots:  # mcm_method="one-shot": a loop over shots around the circuit
+        from cofactor.tracing.mcm import call_one_shot
+
+        dyn = [*dynamic, *captured]
+        return call_one_shot(name, dyn, out_tree, out_leaves, info.shot_kinds, info.one_shot_shots)
     return _emit_call(name, [*dynamic, *captured], out_tree, out_leaves)
+
+
+def _emit_with_mcm_method(
+    qnode: Any, tree: Any, leaves: list[Any], specs: tuple[BufferSpec, ...], cells: list[Any]
+) -> tuple[str, Any, list[Any]]:
+    """Emit the circuit function as the QNode's mcm_method asks (see tracing.mcm)."""
+    from cofactor.tracing.mcm import resolve_method
+
+    shots = _device_facts(qnode)[2]
+    method = resolve_method(qnode, shots)
+    entry = _emit_qnode_function(qnode, tree, leaves, specs, cells, method == "one-shot")
+    if method is None and ctx_info(entry[0]).has_mcm:
+        # Catalyst's and default.qubit's default with shots and mid-circuit measurements:
+        # one-shot. The single-run function just traced is dropped.
+        ctx = context.current()
+        ctx.builder.module_ops[:] = [
+            op
+            for op in ctx.builder.module_ops
+            if not (isinstance(op, func.FuncOp) and op.sym_name.data == entry[0])
+        ]
+        del ctx.qnode_info[entry[0]]
+        entry = _emit_qnode_function(qnode, tree, leaves, specs, cells, True)
+    return entry
+
+
+def ctx_info(name: str) -> QNodeInfo:
+    return context.current().qnode_info[name]
 
 
 def _traced_cells(fn: Any) -> list[Any]:
@@ -453,15 +507,23 @@ def _is_dynamic(x: Any) -> bool:
 
 
 def _emit_qnode_function(
-    qnode: Any, tree: Any, leaves: list[Any], specs: tuple[BufferSpec, ...], cells: list[Any]
+    qnode: Any,
+    tree: Any,
+    leaves: list[Any],
+    specs: tuple[BufferSpec, ...],
+    cells: list[Any],
+    one_shot: bool = False,
 ) -> tuple[str, Any, list[Any]]:
+    from cofactor.tracing import mcm, transforms
+
     ctx = context.current()
     b = ctx.builder
     num_qubits, wire_map, shots = _device_facts(qnode)
+    loop_shots, shots = (shots, 1) if one_shot else (0, shots)
     name = ctx.fresh_name(getattr(qnode.func, "__name__", "circuit"))
     in_types = [memref_type(s.shape, s.dtype) for s in specs]
     block = Block(arg_types=in_types)
-    scope = QuantumScope(qnode, num_qubits, wire_map, shots)
+    scope = QuantumScope(qnode, num_qubits, wire_map, shots, one_shot=one_shot)
     outer_values: list[Any] = []
     ctx.quantum, ctx.has_quantum = scope, True
     b.push(block)
@@ -476,11 +538,15 @@ def _emit_qnode_function(
         outer_values = [c.cell_contents for c in cells]
         for c in cells:
             c.cell_contents = next(params)
-        queue = qml.queuing.AnnotatedQueue()
-        scope.queues.append(queue)
-        with queue:
-            result = qnode.func(*call_args)
-            scope.flush()
+        with mcm.patched_statistics():
+            if transforms.has_transforms(qnode):
+                result = transforms.trace_transformed(scope, qnode, call_args)
+            else:
+                queue = qml.queuing.AnnotatedQueue()
+                scope.queues.append(queue)
+                with queue:
+                    result = qnode.func(*call_args)
+                    scope.flush()
         out_values, out_tree = pytree.flatten(
             result, is_leaf=lambda x: isinstance(x, MeasurementProcess | Tracer)
         )
@@ -523,10 +589,14 @@ def _emit_qnode_function(
     # qjit(seed=s): every circuit function of the program gets its own fixed seed, so that
     # two circuits are not correlated while every call of the program repeats its results
     seed = -1 if ctx.seed is None else (int(ctx.seed) + 7919 * ctx.qnode_count) % 2**62
+    if one_shot:  # a fixed seed would repeat one outcome in every shot (see tracing.mcm)
+        seed = -1
     ctx.qnode_count += 1
     acquire = generic_op(
         "quantum.device_acquire", [], [], quantum_attrs(num_qubits=n, shots=shots, seed=seed)
     )
+    for op in scope.reacquires:
+        op.attributes.update(acquire.attributes)
     if block.first_op is not None:
         block.insert_op_before(acquire, block.first_op)
     else:
@@ -536,6 +606,7 @@ def _emit_qnode_function(
     fn.attributes["cofactor.qnode"] = UnitAttr()
     user_method = getattr(qnode, "diff_method", "best")
     info = QNodeInfo(name, user_method, kinds, scope.has_mcm, scope.traced_constants)
+    info.one_shot_shots, info.shot_kinds = loop_shots, scope.shot_kinds
     ctx.qnode_info[name] = info
     fn.attributes["cofactor.diff_method"] = StringAttr(info.diff_method)
     fn.attributes["cofactor.num_inputs"] = IntegerAttr(len(in_types), i64)
@@ -573,6 +644,8 @@ class QNodeInfo:
     kinds: list[str]  # per output: expval, var, probs, state, sample, counts, classical
     has_mcm: bool
     traced_constants: list[str] = field(default_factory=list)
+    one_shot_shots: int = 0  # mcm_method="one-shot": shots to loop over (tracing.mcm)
+    shot_kinds: list[str] = field(default_factory=list)
 
     @property
     def diff_method(self) -> str:
@@ -729,6 +802,10 @@ def measure(wires: Any, reset: bool = False, postselect: int | None = None) -> T
             raise CompileError("Only one element is supported for the 'wires' parameter")
         wires = wires[0]
     postselect = _postselect_value(postselect)
+    if scope.recording is not None:  # under a transform: a MidMeasure on the tape
+        from cofactor.tracing.transforms import record_measure
+
+        return record_measure(wires, reset, postselect)
     scope.flush()
     scope.has_mcm = True
     b = ctx.builder
