@@ -22,9 +22,12 @@ those are used directly as gate angles.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pennylane as qml
 from pennylane.measurements import MeasurementProcess, MeasurementValue
 
@@ -107,7 +110,14 @@ def trace_transformed(scope: Any, qnode: Any, call_args: tuple) -> Any:
     mps = [v for v in leaves if isinstance(v, MeasurementProcess)]
     shots = scope.shots if scope.shots > 0 else None
     tape = qml.tape.QuantumScript(ops, mps, shots=shots)
-    tapes, post = _apply(pipeline_of(qnode), tape, names)
+    # gate parameters computed from the QNode's arguments are the trainable ones (as the
+    # parameters from trainable arguments are in PennyLane)
+    tape.trainable_params = [i for i, p in enumerate(tape.get_parameters(False)) if _dynamic(p)]
+    program = pipeline_of(qnode)
+    cotransform = _classical_cotransform(program, tape, call_args, names)
+    # a fresh pipeline: PennyLane keeps the classical-Jacobian cache of its last call on it
+    program = type(program)(list(program))
+    tapes, post = _apply(program, tape, names)
     only_measurements = all(isinstance(v, MeasurementProcess) for v in leaves)
     if len(tapes) == 1:
         passthrough = _identity_postprocessing(post, tapes[0])
@@ -124,7 +134,11 @@ def trace_transformed(scope: Any, qnode: Any, call_args: tuple) -> Any:
         values = [scope.emit_measurement(mp) for mp in t.measurements]
         results.append(values[0] if len(values) == 1 else tuple(values))
     try:
-        [processed] = post(tuple(results))  # one result per input tape: there is one
+        # the results as numpy object arrays of traced scalars: PennyLane's post-processing
+        # (qml.math on numpy) copies and updates arrays in place, as object arrays allow
+        [processed] = post(tuple(_as_objects(r) for r in results))  # one per input tape
+        if cotransform is not None:
+            processed = cotransform(processed)
     except CompileError:
         raise
     except Exception as err:
@@ -154,15 +168,70 @@ def trace_transformed(scope: Any, qnode: Any, call_args: tuple) -> Any:
     return pytree.unflatten(tree, out)
 
 
+def _dynamic(p: Any) -> bool:
+    from cofactor.tracing.qnode import _depends_on_arguments
+
+    return _depends_on_arguments(p)
+
+
+def _ssa_elements(x: Any) -> list[Any]:
+    leaves, _ = pytree.flatten(x, is_leaf=lambda v: isinstance(v, Tracer))
+    out = []
+    for leaf in leaves:
+        if isinstance(leaf, Tracer) and leaf.dtype.kind == "f":
+            out += [s.value for s in leaf.elems.flat]
+    return out
+
+
+def _classical_cotransform(program: Any, tape: Any, call_args: tuple, names: str) -> Any:
+    """A hybrid transform (`qml.metric_tensor`, hybrid=True by default) contracts its result
+    with the classical Jacobian of the gate parameters w.r.t. the QNode's arguments. cofactor
+    builds that Jacobian when every trainable gate parameter *is* an element of a float
+    argument (any order, repeats allowed), and refuses otherwise. Returns the contraction to
+    apply after the post-processing, or None."""
+    last = program[-1]
+    if last.classical_cotransform is None or not last.kwargs.get("hybrid", True):
+        return None
+    sub = type(program)(list(program)[:-1])
+    inner = [tape]
+    if len(sub):
+        with _abstract_allclose():
+            inner, _ = sub((tape,))
+    if len(inner) != 1:
+        raise CompileError(f"the hybrid transform {names} needs one tape before its last step")
+    inner = inner[0]
+    params = [p for p in inner.get_parameters(False) if _dynamic(p)]
+    inner.trainable_params = [i for i, p in enumerate(inner.get_parameters(False)) if _dynamic(p)]
+    where: dict[Any, tuple[int, tuple[int, ...]]] = {}
+    args = [a for a in call_args if isinstance(a, Tracer) and a.dtype.kind == "f"]
+    for k, a in enumerate(args):
+        for idx in np.ndindex(a.shape):
+            where.setdefault(a.elems[idx].value, (k, idx))
+    jacs = [np.zeros((len(params), *a.shape)) for a in args]
+    for i, p in enumerate(params):
+        ssa = p.elems[()].value if isinstance(p, Tracer) and p.shape == () else None
+        ssa = getattr(p, "value", None) if ssa is None and not isinstance(p, Tracer) else ssa
+        if ssa not in where:
+            raise CompileError(
+                f"the transform {names} (hybrid=True) needs the Jacobian of the gate parameters "
+                "with respect to the QNode's arguments, which cofactor computes only when each "
+                "gate parameter is an element of a float argument (here one is computed from "
+                "them): pass hybrid=False (results with respect to the gate parameters)"
+            )
+        k, idx = where[ssa]
+        jacs[k][(i, *idx)] = 1.0
+    cjac = jacs[0] if len(jacs) == 1 else tuple(jacs)
+    return lambda result: last.classical_cotransform(result, cjac=cjac, tape=inner)
+
+
 def _apply(program: Any, tape: Any, names: str) -> tuple[list[Any], Any]:
     """Apply the transform program to the tape. A transform that cannot handle mid-circuit
     measurements (PennyLane's `clifford_t_decomposition` asks for their matrix) is applied to
     the gates between them, segment by segment, when it maps each segment to one tape."""
     try:
-        tapes, post = program((tape,))
+        with _abstract_allclose():
+            tapes, post = program((tape,))
         return list(tapes), post
-    except CompileError:
-        raise
     except Exception as err:
         first = err
     mids = [i for i, op in enumerate(tape.operations) if isinstance(op, qml.ops.MidMeasure)]
@@ -175,7 +244,8 @@ def _apply(program: Any, tape: Any, names: str) -> tuple[list[Any], Any]:
                 last = i == len(tape.operations)
                 measurements = tape.measurements if last else []
                 seg_tape = qml.tape.QuantumScript(segment, measurements, shots=tape.shots)
-                seg_tapes, seg_post = program((seg_tape,))
+                with _abstract_allclose():
+                    seg_tapes, seg_post = program((seg_tape,))
                 if len(seg_tapes) != 1:
                     raise first
                 ops += list(seg_tapes[0].operations)
@@ -184,14 +254,48 @@ def _apply(program: Any, tape: Any, names: str) -> tuple[list[Any], Any]:
                 start = i + 1
             out = qml.tape.QuantumScript(ops, seg_tapes[0].measurements, shots=tape.shots)
             return [out], seg_post
-        except CompileError:
-            raise
         except Exception:
             pass
     raise CompileError(
         f"the transform {names} could not be applied by cofactor to the traced circuit: "
         f"{type(first).__name__}: {first}"
     ) from first
+
+
+def _as_objects(x: Any) -> Any:
+    """Tracers in a result -> numpy object arrays of Scalars (a Scalar for shape ())."""
+    if isinstance(x, Tracer):
+        return x.elems[()] if x.shape == () else x.elems.copy()
+    if isinstance(x, tuple | list):
+        return type(x)(_as_objects(v) for v in x)
+    return x
+
+
+@contextlib.contextmanager
+def _abstract_allclose() -> Iterator[None]:
+    """`qml.math.allclose` of traced values is False while a transform runs: the values are
+    not known, so nothing can be proven equal (`merge_rotations` asks whether merged angles
+    cancel, and then keeps the gate for abstract values anyway, as under jax.jit)."""
+    original = qml.math.allclose
+
+    def allclose(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+        if _dynamic_any(a) or _dynamic_any(b):
+            return False
+        return original(a, b, *args, **kwargs)
+
+    qml.math.allclose = allclose
+    try:
+        yield
+    finally:
+        qml.math.allclose = original
+
+
+def _dynamic_any(x: Any) -> bool:
+    from cofactor.tracing.qnode import _is_dynamic
+
+    if isinstance(x, list | tuple):
+        return any(_dynamic_any(v) for v in x)
+    return _is_dynamic(x)
 
 
 def _identity_postprocessing(post: Any, tape: Any) -> Any:
