@@ -211,17 +211,37 @@ def _classical_cotransform(program: Any, tape: Any, call_args: tuple, names: str
     for i, p in enumerate(params):
         ssa = p.elems[()].value if isinstance(p, Tracer) and p.shape == () else None
         ssa = getattr(p, "value", None) if ssa is None and not isinstance(p, Tracer) else ssa
-        if ssa not in where:
+        origin = where.get(ssa) or _loaded_from(ssa, args)
+        if origin is None:
             raise CompileError(
                 f"the transform {names} (hybrid=True) needs the Jacobian of the gate parameters "
                 "with respect to the QNode's arguments, which cofactor computes only when each "
                 "gate parameter is an element of a float argument (here one is computed from "
                 "them): pass hybrid=False (results with respect to the gate parameters)"
             )
-        k, idx = where[ssa]
+        k, idx = origin
         jacs[k][(i, *idx)] = 1.0
     cjac = jacs[0] if len(jacs) == 1 else tuple(jacs)
     return lambda result: last.classical_cotransform(result, cjac=cjac, tape=inner)
+
+
+def _loaded_from(ssa: Any, args: list[Tracer]) -> tuple[int, tuple[int, ...]] | None:
+    """(argument, index) when `ssa` is a load of an argument's element at constant indices."""
+    from xdsl.dialects import arith, memref
+
+    owner = getattr(ssa, "owner", None)
+    if not isinstance(owner, memref.LoadOp):
+        return None
+    idx = []
+    for i in owner.indices:
+        c = getattr(i, "owner", None)
+        if not isinstance(c, arith.ConstantOp):
+            return None
+        idx.append(int(c.value.value.data))
+    for k, a in enumerate(args):
+        if a.memref is not None and a.memref == owner.memref:
+            return k, tuple(idx)
+    return None
 
 
 def _apply(program: Any, tape: Any, names: str) -> tuple[list[Any], Any]:
@@ -316,27 +336,32 @@ def _identity_postprocessing(post: Any, tape: Any) -> Any:
 
 def _emit_operations(scope: Any, tape: Any, names: str) -> None:
     """Emit a tape's operations in order; its MidMeasures become `quantum.measure` ops whose
-    outcomes are kept in `scope.mcm_values`."""
-    from cofactor.tracing.qnode import measure
+    outcomes are kept in `scope.mcm_values`. (Not through a queue: a transform may put the
+    same operator object on a tape several times, and a queue keeps it once.)"""
+    from cofactor.api_extensions.hybrid import expand_traced_control_values
+    from cofactor.tracing.qnode import _decompose, measure
 
-    queue = qml.queuing.AnnotatedQueue()
-    scope.queues.append(queue)
-    try:
-        for op in tape.operations:
-            if isinstance(op, qml.ops.MidMeasure):
-                value = measure(op.wires[0], reset=op.reset, postselect=op.postselect)
-                scope.mcm_values[mid_key(op)] = value
-            elif isinstance(op, qml.ops.Conditional):
-                raise CompileError(
-                    f"the transform {names} produced a classically controlled operation "
-                    f"({op.base.name} conditioned on a mid-circuit measurement), which cofactor "
-                    "cannot emit from a tape; use cofactor.cond in a circuit without transforms"
-                )
-            else:
-                queue.append(op)
-        scope.flush()
-    finally:
-        scope.queues.pop()
+    pending: list[Any] = []
+
+    def emit_pending() -> None:
+        for op in _decompose(expand_traced_control_values(pending)):
+            scope.emit_operation(op)
+        pending.clear()
+
+    for op in tape.operations:
+        if isinstance(op, qml.ops.MidMeasure):
+            emit_pending()
+            value = measure(op.wires[0], reset=op.reset, postselect=op.postselect)
+            scope.mcm_values[mid_key(op)] = value
+        elif isinstance(op, qml.ops.Conditional):
+            raise CompileError(
+                f"the transform {names} produced a classically controlled operation "
+                f"({op.base.name} conditioned on a mid-circuit measurement), which cofactor "
+                "cannot emit from a tape; use cofactor.cond in a circuit without transforms"
+            )
+        else:
+            pending.append(op)
+    emit_pending()
 
 
 def _reset_device(scope: Any) -> None:
