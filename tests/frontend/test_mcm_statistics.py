@@ -91,7 +91,7 @@ def test_probs_of_arithmetic_is_refused_as_in_pennylane():
     @qml.qnode(qml.device("default.qubit", wires=2))
     def circuit():
         m0, m1 = qml.measure(0), qml.measure(1)
-        return qml.probs(op=m0 + m1)
+        return qml.probs(op=m0 + 2 * m1)
 
     with pytest.raises(CompileError, match="list of measurement values"):
         _jit(circuit)()
