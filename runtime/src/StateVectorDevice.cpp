@@ -160,6 +160,12 @@ StateVectorDevice::StateVectorDevice(int numQubits, int64_t shots, int64_t seed)
 
 void StateVectorDevice::reset(int64_t shots, int64_t seed) {
     shots_ = shots;
+    if (seed == kContinueSeed) {
+        // one shot of a one-shot loop: the random stream runs on from the previous acquire
+        // (which seeded it), so that a seeded program repeats while its shots differ
+        resetState();
+        return;
+    }
     if (seed >= 0) {
         rng_.seed(uint64_t(seed));
     } else if (!entropySeeded_) {

@@ -44,6 +44,7 @@ from xdsl.ir import Block
 
 from cofactor.errors import CompileError
 from cofactor.ir.builder import memref_type
+from cofactor.ir.mlir15 import generic_op
 from cofactor.launcher import BufferSpec
 from cofactor.tracing import context, pytree
 from cofactor.tracing.numpy_rules import as_tracer, cast_tracer, store_tracer
@@ -326,17 +327,13 @@ def resolve_method(qnode: Any, shots: int) -> str | None:
 # the loop over shots, at the call site
 # ----------------------------------------------------------------------------------------
 def call_one_shot(
-    name: str,
-    dynamic: list[Tracer],
-    out_tree: Any,
-    out_leaves: list[Any],
-    kinds: list[str],
-    shots: int,
+    name: str, dynamic: list[Tracer], out_tree: Any, out_leaves: list[Any], info: Any
 ) -> Any:
     """Call the shots=1 circuit function `name` once per shot in a compiled loop and gather
     its per-shot results into PennyLane's statistics."""
     ctx = context.current()
     b = ctx.builder
+    kinds, shots = info.shot_kinds, info.one_shot_shots
     specs = [s for s in out_leaves if isinstance(s, BufferSpec)]
     if len(specs) != len(kinds):
         raise CompileError(
@@ -363,6 +360,9 @@ def call_one_shot(
             for idx in np.ndindex(s.shape):
                 b.store(zero, ref, [b.index(j) for j in idx])
         accs.append(refs)
+    if info.one_shot_preseed is not None:  # qjit(seed=...): seed once, the shots run on
+        b.insert(generic_op("quantum.device_acquire", [], [], info.one_shot_preseed))
+        b.insert(generic_op("quantum.device_release", []))
     body = Block(arg_types=[IndexType()])
     b.push(body)
     b.insert(func.CallOp(name, [*args, *outs], []))

@@ -448,7 +448,7 @@ def call_qnode(qnode: Any, args: tuple, kwargs: dict) -> Any:
         from cofactor.tracing.mcm import call_one_shot
 
         dyn = [*dynamic, *captured]
-        return call_one_shot(name, dyn, out_tree, out_leaves, info.shot_kinds, info.one_shot_shots)
+        return call_one_shot(name, dyn, out_tree, out_leaves, info)
     return _emit_call(name, [*dynamic, *captured], out_tree, out_leaves)
 
 
@@ -589,8 +589,12 @@ def _emit_qnode_function(
     # qjit(seed=s): every circuit function of the program gets its own fixed seed, so that
     # two circuits are not correlated while every call of the program repeats its results
     seed = -1 if ctx.seed is None else (int(ctx.seed) + 7919 * ctx.qnode_count) % 2**62
-    if one_shot:  # a fixed seed would repeat one outcome in every shot (see tracing.mcm)
-        seed = -1
+    preseed = None
+    if one_shot and seed >= 0:
+        # a fixed seed in every shot would repeat one outcome: the caller seeds the device
+        # once before its loop over shots, and each shot continues the stream (seed -2)
+        preseed = quantum_attrs(num_qubits=n, shots=1, seed=seed)
+        seed = -2
     ctx.qnode_count += 1
     acquire = generic_op(
         "quantum.device_acquire", [], [], quantum_attrs(num_qubits=n, shots=shots, seed=seed)
@@ -607,6 +611,7 @@ def _emit_qnode_function(
     user_method = getattr(qnode, "diff_method", "best")
     info = QNodeInfo(name, user_method, kinds, scope.has_mcm, scope.traced_constants)
     info.one_shot_shots, info.shot_kinds = loop_shots, scope.shot_kinds
+    info.one_shot_preseed = preseed
     ctx.qnode_info[name] = info
     fn.attributes["cofactor.diff_method"] = StringAttr(info.diff_method)
     fn.attributes["cofactor.num_inputs"] = IntegerAttr(len(in_types), i64)
@@ -646,6 +651,7 @@ class QNodeInfo:
     traced_constants: list[str] = field(default_factory=list)
     one_shot_shots: int = 0  # mcm_method="one-shot": shots to loop over (tracing.mcm)
     shot_kinds: list[str] = field(default_factory=list)
+    one_shot_preseed: Any = None  # attributes of the seeding acquire before the loop
 
     @property
     def diff_method(self) -> str:

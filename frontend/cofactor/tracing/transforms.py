@@ -126,6 +126,12 @@ def trace_transformed(scope: Any, qnode: Any, call_args: tuple) -> Any:
             # that they are emitted (and differentiated) as a plain QNode's measurements
             _emit_operations(scope, tapes[0], names)
             return passthrough[0]
+    if scope.one_shot:
+        raise CompileError(
+            f"the transform {names} post-processes the results of its tapes, which cofactor "
+            "cannot combine with mcm_method='one-shot' (the post-processing would run on each "
+            "shot); use mcm_method='single-branch-statistics' or no mid-circuit measurements"
+        )
     results = []
     for i, t in enumerate(tapes):
         if i > 0:

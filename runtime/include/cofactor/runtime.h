@@ -58,7 +58,9 @@ void cf_rt_report_error(int64_t code, const char *message);
 void cf_rt_index_error(int64_t index, int64_t axis, int64_t size);
 
 /* ---- device lifecycle --------------------------------------------------------------- */
-/* shots == 0: analytic. seed < 0: seed from the system's entropy. Returns a status. */
+/* shots == 0: analytic. seed == -2: keep the random stream of the device as the previous
+ * acquire left it (the shots of a one-shot loop); other seed < 0: seed from the system's
+ * entropy. Returns a status. */
 int64_t cf_rt_device_acquire(int64_t num_qubits, int64_t shots, int64_t seed);
 void cf_rt_device_release(void);
 int64_t cf_rt_num_qubits(void);
