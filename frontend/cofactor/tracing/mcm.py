@@ -248,16 +248,6 @@ def _repeat(value: Tracer, n: int) -> Tracer:
 # ----------------------------------------------------------------------------------------
 # terminal measurements, one shot at a time
 # ----------------------------------------------------------------------------------------
-def sampled_probs(scope: Any, mp: ProbabilityMP) -> Tracer:
-    """`qml.probs` under shots: estimated from `quantum.counts` (the runtime's probs are
-    exact), so it is sampled like expval, as on PennyLane's devices."""
-    if mp.obs is not None:
-        scope._rotate_to_eigenbasis(mp.obs)
-    counts_mp = qml.counts(wires=mp.wires, all_outcomes=True)
-    _, counts = scope.emit_measurement_plain(counts_mp)
-    return cast_tracer(counts, FLOAT) / float(scope.shots)
-
-
 def emit_per_shot(scope: Any, mp: MeasurementProcess) -> Any:
     """One shot's contribution of a terminal measurement (the circuit runs with shots=1)."""
     if isinstance(mp, StateMP) or not isinstance(
@@ -271,8 +261,6 @@ def emit_per_shot(scope: Any, mp: MeasurementProcess) -> Any:
     scope.shot_kinds.append(kind)
     if isinstance(mp, VarianceMP):  # gathered from the per-shot eigenvalue
         return scope.emit_measurement_plain(qml.expval(mp.obs))
-    if isinstance(mp, ProbabilityMP):
-        return sampled_probs(scope, mp)
     if isinstance(mp, SampleMP):
         bits = scope.emit_measurement_plain(mp)  # (1, k), or (1,) of eigenvalues
         return bits.reshape(bits.shape[1:])
@@ -286,14 +274,7 @@ def dispatch(scope: Any, mp: MeasurementProcess) -> Any:
         return emit_statistic(scope, mp, scope.mcm_values)
     if scope.one_shot:
         return emit_per_shot(scope, mp)
-    if isinstance(mp, ProbabilityMP) and scope.shots > 0 and not _differentiated():
-        return sampled_probs(scope, mp)
     return NotImplemented
-
-
-def _differentiated() -> bool:
-    # the gradient passes differentiate quantum.probs (exact); a sampled estimate has none
-    return context.differentiation_method(context.current()) == "auto"
 
 
 def resolve_method(qnode: Any, shots: int) -> str | None:
@@ -326,6 +307,16 @@ def resolve_method(qnode: Any, shots: int) -> str | None:
 # ----------------------------------------------------------------------------------------
 # the loop over shots, at the call site
 # ----------------------------------------------------------------------------------------
+def check_one_shot_outputs(out_leaves: list[Any], info: Any) -> None:
+    """Every output of a one-shot circuit must be a measurement the loop can gather."""
+    specs = [s for s in out_leaves if isinstance(s, BufferSpec)]
+    if len(specs) != len(info.shot_kinds):
+        raise CompileError(
+            "with mcm_method='one-shot' a QNode must return only measurements (e.g. "
+            "qml.sample(m) for a mid-circuit measurement value m), not other values"
+        )
+
+
 def call_one_shot(
     name: str, dynamic: list[Tracer], out_tree: Any, out_leaves: list[Any], info: Any
 ) -> Any:
@@ -334,12 +325,8 @@ def call_one_shot(
     ctx = context.current()
     b = ctx.builder
     kinds, shots = info.shot_kinds, info.one_shot_shots
+    check_one_shot_outputs(out_leaves, info)
     specs = [s for s in out_leaves if isinstance(s, BufferSpec)]
-    if len(specs) != len(kinds):
-        raise CompileError(
-            "with mcm_method='one-shot' a QNode must return only measurements (e.g. "
-            "qml.sample(m) for a mid-circuit measurement value m), not other values"
-        )
     args = []
     for t in dynamic:
         buf = ctx.hoisted_alloc(memref_type(t.shape, t.dtype))
@@ -414,10 +401,10 @@ __all__ = [
     "MCMConfigError",
     "MCMStat",
     "call_one_shot",
+    "check_one_shot_outputs",
     "emit_per_shot",
     "emit_statistic",
     "is_mcm_statistic",
     "patched_statistics",
     "resolve_method",
-    "sampled_probs",
 ]

@@ -456,27 +456,36 @@ def _emit_with_mcm_method(
     qnode: Any, tree: Any, leaves: list[Any], specs: tuple[BufferSpec, ...], cells: list[Any]
 ) -> tuple[str, Any, list[Any]]:
     """Emit the circuit function as the QNode's mcm_method asks (see tracing.mcm)."""
-    from cofactor.tracing.mcm import resolve_method
+    from cofactor.tracing.mcm import check_one_shot_outputs, resolve_method
 
+    ctx = context.current()
     shots = _device_facts(qnode)[2]
     method = resolve_method(qnode, shots)
     entry = _emit_qnode_function(qnode, tree, leaves, specs, cells, method == "one-shot")
-    if method is None and ctx_info(entry[0]).has_mcm:
+    if method == "one-shot":
+        check_one_shot_outputs(entry[2], ctx.qnode_info[entry[0]])
+    if method is None and ctx.qnode_info[entry[0]].has_mcm:
         # Catalyst's and default.qubit's default with shots and mid-circuit measurements:
-        # one-shot. The single-run function just traced is dropped.
-        ctx = context.current()
+        # one-shot. A circuit whose results cannot be gathered over shots (a state, a raw
+        # measurement value) keeps the single-run function, as before.
+        depth, ops = len(ctx.function_entries), list(ctx.builder.module_ops)
+        try:
+            one_shot = _emit_qnode_function(qnode, tree, leaves, specs, cells, True)
+            check_one_shot_outputs(one_shot[2], ctx.qnode_info[one_shot[0]])
+        except CompileError:
+            for block in ctx.function_entries[depth:]:
+                ctx._hoisted.pop(id(block), None)
+            del ctx.function_entries[depth:]
+            ctx.builder.module_ops[:] = ops
+            return entry
         ctx.builder.module_ops[:] = [
             op
             for op in ctx.builder.module_ops
             if not (isinstance(op, func.FuncOp) and op.sym_name.data == entry[0])
         ]
         del ctx.qnode_info[entry[0]]
-        entry = _emit_qnode_function(qnode, tree, leaves, specs, cells, True)
+        entry = one_shot
     return entry
-
-
-def ctx_info(name: str) -> QNodeInfo:
-    return context.current().qnode_info[name]
 
 
 def _traced_cells(fn: Any) -> list[Any]:
