@@ -3,6 +3,8 @@ post-processing traced; compared with uncompiled PennyLane (default.qubit)."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pennylane as qml
 import pytest
@@ -189,3 +191,51 @@ def test_a_transform_that_fails_on_traced_values_is_refused_by_name():
     f = needs_value(ry_circuit)
     with pytest.raises(CompileError, match="needs_value"):
         _jit(f)(0.5)
+
+
+@pytest.mark.parametrize("x", [0.0, np.pi])
+def test_cond_on_a_measurement_under_a_transform(x):
+    @qml.transforms.cancel_inverses
+    @qml.qnode(dev3)
+    def circuit(x):
+        qml.RX(x, 0)
+        m = qml.measure(0)
+        qml.cond(m, qml.X)(1)
+        qml.Hadamard(2)
+        qml.Hadamard(2)
+        return qml.expval(qml.Z(1)), qml.expval(qml.Z(2))
+
+    _close(_jit(circuit)(x), circuit(x))
+
+
+def test_defer_measurements_statistics_match_pennylane():
+    @qml.transforms.defer_measurements
+    @qml.qnode(dev4)
+    def circuit(x, y):
+        qml.RX(x, 0)
+        m0 = qml.measure(0)
+        qml.RY(y, 1)
+        m1 = qml.measure(1)
+        return qml.expval(m0 + 2 * m1), qml.var(m0), qml.probs(op=[m0, m1])
+
+    _close(_jit(circuit)(1.1, 0.6), circuit(1.1, 0.6))
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [
+        qml.transforms.split_non_commuting,
+        qml.transforms.split_to_single_terms,
+        functools.partial(qml.transforms.decompose, gate_set={"RX", "RY", "RZ", "CNOT"}),
+    ],
+)
+def test_more_pennylane_transforms_match(transform):
+    @qml.qnode(dev3)
+    def circuit(x):
+        qml.RX(x, 0)
+        qml.CRY(2 * x, [0, 1])
+        qml.Hadamard(2)
+        return qml.expval(qml.Z(0) + 0.5 * qml.X(2)), qml.expval(qml.Y(1) @ qml.Z(0))
+
+    f = transform(circuit)
+    _close(_jit(f)(0.3), f(0.3))

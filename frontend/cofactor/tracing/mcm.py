@@ -198,6 +198,8 @@ def _sample_value(stat: MCMStat) -> Tracer:
 def emit_statistic(scope: Any, mp: MeasurementProcess, values: dict[Any, Tracer]) -> Any:
     """The value of a statistic of mid-circuit measurement values (single-branch semantics,
     or one shot's contribution under one-shot)."""
+    if not isinstance(mp, MCMStat) and _deferred(mp, values):
+        return _deferred_statistic(scope, mp)
     stat = as_mcm_stat(mp, values)
     if stat.kind in ("expval", "var") and stat.values[0].shape != ():
         raise CompileError(f"qml.{stat.kind} of a mid-circuit measurement needs a scalar value")
@@ -225,6 +227,57 @@ def emit_statistic(scope: Any, mp: MeasurementProcess, values: dict[Any, Tracer]
         return (np.arange(2 ** len(stat.values)), _one_hot(stat, INT) * scope.shots)
     # single branch: the same outcome in every shot
     return _repeat(_sample_value(stat), scope.shots)
+
+
+def _mids(mp: MeasurementProcess) -> list[Any]:
+    mvs = mp.mv if isinstance(mp.mv, list | tuple) else [mp.mv]
+    return [m for mv in mvs for m in mv.measurements]
+
+
+def _deferred(mp: MeasurementProcess, values: dict[Any, Tracer]) -> bool:
+    """Whether the measurement values' MidMeasures are not on the tape (a transform such
+    as `qml.defer_measurements` replaced them by operations on their wires)."""
+    from cofactor.tracing.transforms import mid_key
+
+    missing = [mid_key(m) not in values for m in _mids(mp)]
+    if any(missing) and not all(missing):
+        raise CompileError(f"{mp} mixes deferred and performed mid-circuit measurements")
+    return all(missing)
+
+
+def _deferred_statistic(scope: Any, mp: MeasurementProcess) -> Any:
+    """A statistic of deferred measurement values, from the probabilities of their wires
+    at the end of the circuit (as PennyLane computes it)."""
+    from cofactor.tracing.transforms import mid_key
+
+    kind = _kind(mp)
+    if kind in ("sample", "counts") or scope.one_shot:
+        raise CompileError(
+            f"qml.{kind} of deferred mid-circuit measurements is not supported by cofactor; "
+            "use expval, var or probs, or do not defer the measurements"
+        )
+    mids = list({mid_key(m): m for m in _mids(mp)}.values())
+    k = len(mids)
+    p = scope.emit_measurement_plain(qml.probs(wires=[m.wires[0] for m in mids]))
+    position = {mid_key(m): j for j, m in enumerate(mids)}
+
+    def evaluate(mv: MeasurementValue, index: int) -> float:
+        bits = [(index >> (k - 1 - position[mid_key(m)])) & 1 for m in mv.measurements]
+        return float(mv.processing_fn(*bits))
+
+    if kind == "probs":
+        mvs = mp.mv if isinstance(mp.mv, list | tuple) else [mp.mv]
+        if any(mv.has_processing or len(mv.measurements) != 1 for mv in mvs):
+            raise CompileError("qml.probs of arithmetic on measurement values is not supported")
+        order = [position[mid_key(mv.measurements[0])] for mv in mvs]
+        if order != list(range(k)):
+            raise CompileError("qml.probs of repeated or reordered measurement values")
+        return p
+    eig = np.array([evaluate(mp.mv, i) for i in range(2**k)])
+    mean = np.dot(p, eig)
+    if kind == "expval":
+        return mean
+    return np.dot(p, eig**2) - mean * mean
 
 
 def _repeat(value: Tracer, n: int) -> Tracer:

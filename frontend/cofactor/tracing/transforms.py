@@ -100,7 +100,7 @@ def trace_transformed(scope: Any, qnode: Any, call_args: tuple) -> Any:
     scope.queues.append(queue)
     scope.recording = names
     try:
-        with queue:
+        with queue, _pennylane_cond_on_measurement_values():
             result = qnode.func(*call_args)
     finally:
         scope.recording = None
@@ -360,14 +360,56 @@ def _emit_operations(scope: Any, tape: Any, names: str) -> None:
             value = measure(op.wires[0], reset=op.reset, postselect=op.postselect)
             scope.mcm_values[mid_key(op)] = value
         elif isinstance(op, qml.ops.Conditional):
-            raise CompileError(
-                f"the transform {names} produced a classically controlled operation "
-                f"({op.base.name} conditioned on a mid-circuit measurement), which cofactor "
-                "cannot emit from a tape; use cofactor.cond in a circuit without transforms"
-            )
+            emit_pending()
+            _emit_conditional(scope, op, names)
         else:
             pending.append(op)
     emit_pending()
+
+
+@contextlib.contextmanager
+def _pennylane_cond_on_measurement_values() -> Iterator[None]:
+    """While a tape is recorded, `qml.cond` on a MeasurementValue is PennyLane's own (it puts
+    `Conditional` operators on the tape) rather than the compiler's."""
+    original = qml.cond
+
+    def cond(condition: Any, *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(condition, MeasurementValue):
+            return original(condition, *args, **kwargs)
+        from pennylane.compiler import compiler  # the module qml.cond consults
+
+        active = compiler.active_compiler
+        compiler.active_compiler = lambda: None
+        try:
+            return original(condition, *args, **kwargs)
+        finally:
+            compiler.active_compiler = active
+
+    qml.cond = cond
+    try:
+        yield
+    finally:
+        qml.cond = original
+
+
+def _emit_conditional(scope: Any, op: Any, names: str) -> None:
+    """A `Conditional` operator of a tape: its base under an `scf.if` on the traced value."""
+    from cofactor.api_extensions.control_flow import cond
+
+    try:
+        value = op.meas_val.processing_fn(
+            *[scope.mcm_values[mid_key(m)] for m in op.meas_val.measurements]
+        )
+    except KeyError:
+        raise CompileError(
+            f"the transform {names} left {op.base.name} conditioned on a mid-circuit "
+            "measurement that is no longer on the tape"
+        ) from None
+
+    def branch() -> None:
+        qml.apply(op.base)
+
+    cond(value)(branch)()
 
 
 def _reset_device(scope: Any) -> None:
