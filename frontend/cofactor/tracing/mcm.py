@@ -360,6 +360,43 @@ def resolve_method(qnode: Any, shots: int) -> str | None:
 # ----------------------------------------------------------------------------------------
 # the loop over shots, at the call site
 # ----------------------------------------------------------------------------------------
+def emit_for_mcm_method(
+    emit: Any, qnode: Any, tree: Any, leaves: list[Any], specs: tuple, cells: list[Any]
+) -> tuple[str, Any, list[Any]]:
+    """Emit the circuit function (with `emit`, qnode's `_emit_qnode_function`) as the
+    QNode's mcm_method asks."""
+    from cofactor.tracing.qnode import _device_facts
+
+    ctx = context.current()
+    shots = _device_facts(qnode)[2]
+    method = resolve_method(qnode, shots)
+    entry = emit(qnode, tree, leaves, specs, cells, method == "one-shot")
+    if method == "one-shot":
+        check_one_shot_outputs(entry[2], ctx.qnode_info[entry[0]])
+    if method is None and ctx.qnode_info[entry[0]].has_mcm:
+        # Catalyst's and default.qubit's default with shots and mid-circuit measurements:
+        # one-shot. A circuit whose results cannot be gathered over shots (a state, a raw
+        # measurement value) keeps the single-run function, as before.
+        depth, ops = len(ctx.function_entries), list(ctx.builder.module_ops)
+        try:
+            one_shot = emit(qnode, tree, leaves, specs, cells, True)
+            check_one_shot_outputs(one_shot[2], ctx.qnode_info[one_shot[0]])
+        except CompileError:
+            for block in ctx.function_entries[depth:]:
+                ctx._hoisted.pop(id(block), None)
+            del ctx.function_entries[depth:]
+            ctx.builder.module_ops[:] = ops
+            return entry
+        ctx.builder.module_ops[:] = [
+            op
+            for op in ctx.builder.module_ops
+            if not (isinstance(op, func.FuncOp) and op.sym_name.data == entry[0])
+        ]
+        del ctx.qnode_info[entry[0]]
+        entry = one_shot
+    return entry
+
+
 def check_one_shot_outputs(out_leaves: list[Any], info: Any) -> None:
     """Every output of a one-shot circuit must be a measurement the loop can gather."""
     specs = [s for s in out_leaves if isinstance(s, BufferSpec)]
@@ -455,6 +492,7 @@ __all__ = [
     "MCMStat",
     "call_one_shot",
     "check_one_shot_outputs",
+    "emit_for_mcm_method",
     "emit_per_shot",
     "emit_statistic",
     "is_mcm_statistic",

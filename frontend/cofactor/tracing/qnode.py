@@ -438,7 +438,9 @@ def call_qnode(qnode: Any, args: tuple, kwargs: dict) -> Any:
     key = (id(qnode), tree, specs, static, differentiated)
     entry = ctx.functions.get(key)
     if entry is None:
-        entry = _emit_with_mcm_method(qnode, tree, leaves, specs, cells)
+        from cofactor.tracing.mcm import emit_for_mcm_method
+
+        entry = emit_for_mcm_method(_emit_qnode_function, qnode, tree, leaves, specs, cells)
         ctx.functions[key] = entry
     name, out_tree, out_leaves = entry
     info = ctx.qnode_info[name]
@@ -450,42 +452,6 @@ def call_qnode(qnode: Any, args: tuple, kwargs: dict) -> Any:
         dyn = [*dynamic, *captured]
         return call_one_shot(name, dyn, out_tree, out_leaves, info)
     return _emit_call(name, [*dynamic, *captured], out_tree, out_leaves)
-
-
-def _emit_with_mcm_method(
-    qnode: Any, tree: Any, leaves: list[Any], specs: tuple[BufferSpec, ...], cells: list[Any]
-) -> tuple[str, Any, list[Any]]:
-    """Emit the circuit function as the QNode's mcm_method asks (see tracing.mcm)."""
-    from cofactor.tracing.mcm import check_one_shot_outputs, resolve_method
-
-    ctx = context.current()
-    shots = _device_facts(qnode)[2]
-    method = resolve_method(qnode, shots)
-    entry = _emit_qnode_function(qnode, tree, leaves, specs, cells, method == "one-shot")
-    if method == "one-shot":
-        check_one_shot_outputs(entry[2], ctx.qnode_info[entry[0]])
-    if method is None and ctx.qnode_info[entry[0]].has_mcm:
-        # Catalyst's and default.qubit's default with shots and mid-circuit measurements:
-        # one-shot. A circuit whose results cannot be gathered over shots (a state, a raw
-        # measurement value) keeps the single-run function, as before.
-        depth, ops = len(ctx.function_entries), list(ctx.builder.module_ops)
-        try:
-            one_shot = _emit_qnode_function(qnode, tree, leaves, specs, cells, True)
-            check_one_shot_outputs(one_shot[2], ctx.qnode_info[one_shot[0]])
-        except CompileError:
-            for block in ctx.function_entries[depth:]:
-                ctx._hoisted.pop(id(block), None)
-            del ctx.function_entries[depth:]
-            ctx.builder.module_ops[:] = ops
-            return entry
-        ctx.builder.module_ops[:] = [
-            op
-            for op in ctx.builder.module_ops
-            if not (isinstance(op, func.FuncOp) and op.sym_name.data == entry[0])
-        ]
-        del ctx.qnode_info[entry[0]]
-        entry = one_shot
-    return entry
 
 
 def _traced_cells(fn: Any) -> list[Any]:
