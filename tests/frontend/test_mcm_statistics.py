@@ -229,3 +229,22 @@ def test_one_shot_circuit_inside_a_larger_program():
     assert program(0.6) == pytest.approx(1.0)
     z, p = _jit(circuit)(1.2)
     assert p == pytest.approx(np.sin(0.6) ** 2, abs=TOL)
+
+
+def test_one_shot_ir_does_not_grow_with_the_shot_count():
+    import cofactor
+
+    def program(shots):
+        @qml.qnode(qml.device("default.qubit", wires=2), mcm_method="one-shot", shots=shots)
+        def circuit(x):
+            qml.RX(x, 0)
+            m = qml.measure(0)
+            return qml.expval(qml.Z(0)), qml.probs(wires=[0, 1]), qml.sample(m)
+
+        f = cofactor.qjit(circuit)
+        f(0.3)
+        return f.mlir
+
+    small, large = program(10), program(20000)
+    assert len(large.splitlines()) == len(small.splitlines())
+    assert "20000" in large and "scf.for" in large
