@@ -248,3 +248,16 @@ def test_one_shot_ir_does_not_grow_with_the_shot_count():
     small, large = program(10), program(20000)
     assert len(large.splitlines()) == len(small.splitlines())
     assert "20000" in large and "scf.for" in large
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"mcm_method": "single-branch-statistics", "postselect_mode": "hw-like"}, "hw-like"),
+        ({"mcm_method": "tree-traversal"}, "tree-traversal"),
+    ],
+)
+def test_other_mcm_configurations_are_refused(kwargs, match):
+    circuit = _stats({"wires": 2, "shots": 10}, kwargs)
+    with pytest.raises(MCMConfigError, match=match):
+        _jit(circuit)(0.1, 0.2)
