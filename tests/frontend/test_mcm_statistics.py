@@ -64,6 +64,32 @@ def test_single_branch_statistics_are_those_of_the_sampled_branch():
     assert len(seen) > 1  # the branch is sampled, not fixed
 
 
+def test_measurement_values_add_as_pennylane_counts_them():
+    # PennyLane's measurement values are 0/1 numbers: m0 + m1 is 2 when both are 1 (numpy's
+    # bool + bool would be a logical or, and the expectation 0.75 instead of 1)
+    def circuit():
+        qml.Hadamard(0)
+        qml.Hadamard(1)
+        m0 = qml.measure(0)
+        m1 = qml.measure(1)
+        return qml.expval(m0 + m1), qml.var(m0 * 1 + m1 - m0), qml.expval(m0 | m1)
+
+    dev = qml.device("default.qubit", wires=2)
+    qnode = qml.set_shots(qml.QNode(circuit, dev, mcm_method="one-shot"), SHOTS)
+    got = qml.qjit(qnode, compiler="cofactor", seed=5)()
+    np.testing.assert_allclose(got, [1.0, 0.25, 0.75], atol=TOL)
+    np.testing.assert_allclose(qnode(), [1.0, 0.25, 0.75], atol=TOL)
+
+    @_jit
+    @qml.qnode(qml.device("default.qubit", wires=1))
+    def both_ones():
+        qml.X(0)
+        m = qml.measure(0)
+        return m + m, m * 3 - True, m & m
+
+    assert [int(v) for v in both_ones()] == [2, 2, 1]
+
+
 def test_statistics_and_the_state_after_the_measurement_agree():
     @qml.qnode(qml.device("default.qubit", wires=1))
     def circuit(x):

@@ -53,6 +53,34 @@ from cofactor.tracing.tracer import BOOL, FLOAT, INT, Scalar, Tracer
 STAT_KINDS = ("expval", "var", "probs", "sample", "counts")
 
 
+class MeasuredBool(Tracer):
+    """The outcome of a mid-circuit measurement: a traced bool whose arithmetic is that of
+    PennyLane's measurement values (Python bools: `m0 + m1` counts, it is 2 when both are
+    1), not numpy's bool arithmetic (where `+` is a logical or). Logic (`&`, `|`, `~`) and
+    conditions stay boolean."""
+
+    __slots__ = ()
+
+
+def _counting(name: str) -> Any:
+    base = getattr(Tracer, name)
+
+    def operator(self: Tracer, other: Any) -> Any:
+        if isinstance(other, Tracer) and other.dtype == BOOL:
+            other = other.astype(np.int64)
+        elif isinstance(other, bool | np.bool_):
+            other = int(other)
+        return base(self.astype(np.int64), other)
+
+    operator.__name__ = name
+    return operator
+
+
+for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"):
+    for _name in (f"__{_op}__", f"__r{_op}__"):
+        setattr(MeasuredBool, _name, _counting(_name))
+
+
 class MCMConfigError(CompileError, ValueError):
     """An `mcm_method`/`postselect_mode` cofactor (like Catalyst) refuses: a ValueError as in
     Catalyst, and a CompileError as every cofactor refusal."""

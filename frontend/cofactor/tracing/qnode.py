@@ -812,7 +812,9 @@ def measure(wires: Any, reset: bool = False, postselect: int | None = None) -> T
     b = ctx.builder
     attrs = quantum_attrs(reset=bool(reset), postselect=-1 if postselect is None else postselect)
     value = b.res(generic_op("quantum.measure", [scope.wire(wires)], [i1], attrs))
-    return Tracer.scalar(value, BOOL)
+    from cofactor.tracing.mcm import MeasuredBool
+
+    return MeasuredBool.scalar(value, BOOL)
 
 
 __all__ = ["QuantumScope", "call_qnode", "capture_qnode_calls", "measure", "runtime_gates"]
