@@ -1,0 +1,190 @@
+"""Property test: random small hybrid programs, compiled by cofactor, against PennyLane.
+
+Each example is a program drawn by `fuzz_programs.programs()` (classical numpy
+pre-processing with for/while/cond, a circuit with gates, loops, branches, adjoint and ctrl
+blocks, measurements, classical post-processing), rendered twice as Python source. The
+cofactor version's values and its gradients (`cofactor.grad` / `cofactor.jacobian` inside
+`qjit`, through the QNode's adjoint or parameter-shift method) must equal those of the plain
+version run by PennyLane on default.qubit (`qml.grad` / `qml.jacobian`, backprop) to 1e-8
+for values and 1e-6 for gradients. A failure prints the cofactor program as a runnable
+script (hypothesis' "Falsifying example" note).
+
+Each example compiles one program (~0.3-1 s). `make test` runs a fixed, derandomized set of
+COFACTOR_FUZZ_EXAMPLES examples (default 25); run longer on demand, e.g.
+    COFACTOR_FUZZ_EXAMPLES=500 python -m pytest tests/frontend/test_fuzz.py
+and with COFACTOR_FUZZ_SEED=<n> for a different (still reproducible) set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import pennylane as qml
+import pytest
+from fuzz_programs import Program, programs, render, reproducer
+from hypothesis import HealthCheck, given, note, seed, settings
+
+import cofactor
+
+pytestmark = [
+    pytest.mark.needs_toolchain,
+    # autograd's notes on programs whose result does not depend on x, or that take the
+    # real part of a state: expected, not a failure
+    pytest.mark.filterwarnings("ignore:Output seems independent of input"),
+    pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning"),
+]
+
+pnp = qml.numpy
+EXAMPLES = int(os.environ.get("COFACTOR_FUZZ_EXAMPLES", "25"))
+SEED = os.environ.get("COFACTOR_FUZZ_SEED")
+VALUE_TOL = 1e-8
+GRAD_TOL = 1e-6
+
+# Known bugs (/work/wt/notes/fuzz-findings.md) that the main property test steps around
+# until they are fixed; each has an xfail(strict=True) regression test at the end.
+# F2: control flow inside adjoint/ctrl blocks.
+BLOCK_CONTROL_FLOW = False
+# F1: a QNode that calls one of these (a libm function) must not be traced outside a
+# gradient before it is differentiated in the same qjit function.
+LIBM_IN_QNODE = ("np.tanh",)
+
+
+def _avoid_known_bugs(p: Program) -> Program:
+    src = render(p, compiled=True)
+    circuit = src[src.index("def circuit") : src.index("def cost")]
+    if any(name in circuit for name in LIBM_IN_QNODE):
+        p = dataclasses.replace(p, split=True)
+    return p
+
+
+def _namespace(p: Program, compiled: bool) -> dict:
+    ns = {"np": np if compiled else pnp, "qml": qml, "cofactor": cofactor}
+    exec(compile(render(p, compiled), f"<fuzz {'cofactor' if compiled else 'plain'}>", "exec"), ns)
+    return ns
+
+
+def _leaves(value) -> list[np.ndarray]:
+    if isinstance(value, tuple | list):
+        return [np.asarray(v) for v in value]
+    return [np.asarray(value)]
+
+
+def reference(p: Program) -> list:
+    """[cost, circuit results, (gradient, (jacobian))] from plain PennyLane."""
+    ns = _namespace(p, compiled=False)
+    x = pnp.array(p.x, requires_grad=False)
+    out = [np.asarray(ns["cost"](x)), _leaves(ns["circuit"](ns["pre"](x), x))]
+    if p.differentiable:
+        xd = pnp.array(p.x, requires_grad=True)
+        out.append(np.asarray(qml.grad(ns["cost"])(xd)))
+        if p.vector is not None:
+            out.append(np.asarray(qml.jacobian(ns["vector"])(xd)))
+    return out
+
+
+def compiled(p: Program) -> list:
+    ns = _namespace(p, compiled=True)
+    got = ns["workflow"](np.array(p.x))
+    out = [np.asarray(got[0]), _leaves(got[1])]
+    out += [np.asarray(g) for g in got[2:]]
+    return out
+
+
+def check(p: Program) -> None:
+    expected = reference(p)
+    got = compiled(p)
+    names = ["cost", "circuit", "grad(cost)", "jacobian(vector)"]
+    assert len(got) == len(expected)
+    for name, e, g in zip(names, expected, got, strict=False):
+        tol = VALUE_TOL if name in ("cost", "circuit") else GRAD_TOL
+        pairs = zip(e, g, strict=True) if name == "circuit" else [(e, g)]
+        if name == "circuit":
+            assert len(e) == len(g), f"circuit: {len(g)} results, expected {len(e)}"
+        for k, (ek, gk) in enumerate(pairs):
+            np.testing.assert_allclose(
+                gk, ek, rtol=tol, atol=tol, err_msg=f"{name}{f' result {k}' * (name == 'circuit')}"
+            )
+
+
+def _settings(fn):
+    fn = settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=SEED is None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        print_blob=True,
+    )(fn)
+    return seed(int(SEED))(fn) if SEED is not None else fn
+
+
+@_settings
+@given(programs(block_control_flow=BLOCK_CONTROL_FLOW))
+def test_compiled_programs_match_pennylane(p: Program) -> None:
+    p = _avoid_known_bugs(p)
+    note(reproducer(p))
+    check(p)
+
+
+# ---------------------------------------------------------------------------------------
+# Known bugs the fuzzer found (fuzz-findings.md), reduced. strict: a fix makes them XPASS,
+# which fails: then drop the mark and the matching workaround above.
+
+dev1 = qml.device("default.qubit", wires=1)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=cofactor.DifferentiableCompileError,
+    reason="F1: a QNode traced outside a gradient keeps libm calls (@tanh) that Enzyme "
+    "cannot differentiate when the same QNode is differentiated later",
+)
+def test_known_bug_libm_in_qnode_traced_before_grad() -> None:
+    @qml.qnode(dev1, diff_method="adjoint")
+    def circuit(z):
+        qml.RX(np.tanh(z), wires=0)
+        return qml.expval(qml.PauliY(0))
+
+    @cofactor.qjit
+    def workflow(x):
+        return circuit(x), cofactor.grad(circuit)(x)
+
+    value, g = workflow(0.3)
+    assert value == pytest.approx(-np.sin(np.tanh(0.3)), abs=VALUE_TOL)
+    expected = -np.cos(np.tanh(0.3)) * (1 - np.tanh(0.3) ** 2)
+    assert g == pytest.approx(expected, abs=GRAD_TOL)
+
+
+def _adjoint_of_cond(compiled: bool):
+    def circuit(x):
+        def block():
+            if compiled:
+
+                @cofactor.cond(x < 0.0)
+                def branch():
+                    qml.S(wires=0)
+
+                @branch.otherwise
+                def _():
+                    qml.RY(0.5, wires=0)
+
+                branch()
+            elif x < 0.0:
+                qml.S(wires=0)
+            else:
+                qml.RY(0.5, wires=0)
+            qml.RX(x, wires=0)
+
+        qml.adjoint(block)()
+        return qml.expval(qml.PauliZ(0)), qml.expval(qml.PauliX(0))
+
+    return qml.QNode(circuit, dev1)
+
+
+@pytest.mark.xfail(strict=True, reason="F2: adjoint of a block containing cond is wrong")
+def test_known_bug_adjoint_of_cond() -> None:
+    np.testing.assert_allclose(
+        cofactor.qjit(_adjoint_of_cond(True))(0.3), _adjoint_of_cond(False)(0.3), atol=VALUE_TOL
+    )
