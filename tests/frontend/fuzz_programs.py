@@ -16,6 +16,7 @@ without ties.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
@@ -52,6 +53,7 @@ class While:
 class Cond:
     branches: list  # [(predicate, body)], the first is the `if`, the others `elif`
     otherwise: list | None
+    api: str = "cofactor"  # or "qml": qml.cond(pred, true_fn, false_fn, elifs)
 
 
 @dataclass
@@ -102,6 +104,10 @@ class Program:
     vector: str | None  # an array-valued function of the results, for jacobian
     x: list = field(default_factory=list)
     split: bool = False  # values and gradients in two qjit functions instead of one
+    second: str | None = None  # a term over a second call's results s0, s1, ... in cost
+    y: float = 0.5  # a scalar second argument, used by the pre-processing
+    argnums: int | tuple[int, ...] = 0  # what grad/jacobian differentiate: x (0), y (1)
+    value_and_grad: bool = False  # cofactor.value_and_grad instead of grad
 
     @property
     def differentiable(self) -> bool:
@@ -183,6 +189,24 @@ class _Writer:
                     self.body(ind + 1, ins.otherwise)
                 return
             fn = self.name("branch")
+            if ins.api == "qml":
+                fns = []
+                for k, (_, body) in enumerate(ins.branches):
+                    fns.append(f"{fn}_{k}")
+                    self.emit(ind, f"def {fn}_{k}():")
+                    self.body(ind + 1, body)
+                other = "None"
+                if ins.otherwise is not None:
+                    other = f"{fn}_else"
+                    self.emit(ind, f"def {other}():")
+                    self.body(ind + 1, ins.otherwise)
+                elifs = "".join(
+                    f"({pred}, {f}), "
+                    for (pred, _), f in zip(ins.branches[1:], fns[1:], strict=True)
+                )
+                tail = f", elifs=({elifs})" if elifs else ""
+                self.emit(ind, f"qml.cond({ins.branches[0][0]}, {fns[0]}, {other}{tail})()")
+                return
             for k, (pred, body) in enumerate(ins.branches):
                 deco = f"cofactor.cond({pred})" if k == 0 else f"{fn}.else_if({pred})"
                 self.emit(ind, f"@{deco}")
@@ -248,9 +272,10 @@ class _Writer:
 
 
 def render(p: Program, compiled: bool) -> str:
-    """Python source defining pre(x), circuit(z, x), cost(x), [vector(x)] and workflow(x)."""
+    """Python source defining pre(x, y), circuit(z, x), cost(x, y), [vector(x, y)] and
+    workflow(x, y)."""
     w = _Writer(compiled)
-    w.emit(0, "def pre(x):")
+    w.emit(0, "def pre(x, y):")
     w.emit(1, "z = x")
     w.body(1, p.pre)
     w.emit(1, "return z")
@@ -267,28 +292,34 @@ def render(p: Program, compiled: bool) -> str:
         if expr is None:
             continue
         w.emit(0, "")
-        w.emit(0, f"def {fn}(x):")
-        w.emit(1, f"{names} = circuit(pre(x), x)")
+        w.emit(0, f"def {fn}(x, y):")
+        w.emit(1, f"{names} = circuit(pre(x, y), x)")
+        if fn == "cost" and p.second is not None:
+            # the same QNode called twice, with other arguments
+            w.emit(1, f"{names.replace('r', 's')} = circuit(np.sin(pre(x, y)), x * 0.5)")
+            expr = f"{expr} + 0.5 * ({p.second})"
         w.emit(1, f"return {expr}")
     if compiled:
-        values = ["cost(x)", "circuit(pre(x), x)"]
+        values = ["cost(x, y)", "circuit(pre(x, y), x)"]
         grads = []
+        argnums = "" if p.argnums == 0 else f", argnums={p.argnums}"
         if p.differentiable:
-            grads.append("cofactor.grad(cost)(x)")
+            transform = "value_and_grad" if p.value_and_grad else "grad"
+            grads.append(f"cofactor.{transform}(cost{argnums})(x, y)")
             if p.vector is not None:
-                grads.append("cofactor.jacobian(vector)(x)")
+                grads.append(f"cofactor.jacobian(vector{argnums})(x, y)")
         groups = [("workflow", values + grads)]
         if p.split and grads:
             groups = [("values", values), ("gradients", grads)]
         for name, outs in groups:
             w.emit(0, "")
             w.emit(0, "@cofactor.qjit")
-            w.emit(0, f"def {name}(x):")
+            w.emit(0, f"def {name}(x, y):")
             w.emit(1, f"return {', '.join(outs)}{',' * (len(outs) == 1)}")
         if len(groups) > 1:
             w.emit(0, "")
-            w.emit(0, "def workflow(x):")
-            w.emit(1, "return values(x) + gradients(x)")
+            w.emit(0, "def workflow(x, y):")
+            w.emit(1, "return values(x, y) + gradients(x, y)")
     return "\n".join(w.lines) + "\n"
 
 
@@ -297,7 +328,7 @@ def reproducer(p: Program) -> str:
     return (
         "import numpy as np\nimport pennylane as qml\nimport cofactor\n\n"
         + render(p, compiled=True)
-        + f"\nprint(workflow(np.array({p.x!r})))\n"
+        + f"\nprint(workflow(np.array({p.x!r}), {p.y!r}))\n"
     )
 
 
@@ -320,6 +351,9 @@ _UNARY = [
     "np.sqrt({0} * {0} + 0.5)",
     "-({})",
     "({}) ** 2",
+    "np.arctan({})",
+    "np.log({0} * {0} + 1.0)",
+    "np.cosh(0.5 * {})",
 ]
 _BINARY = ["({} + {})", "({} - {})", "({} * {})"]
 
@@ -334,6 +368,8 @@ def scalar_expr(draw, size: int, scope: tuple[str, ...], carries: tuple[str, ...
         _COEF.map(str),
         st.just("np.dot(z, x)"),
         st.just("np.sum(z)"),
+        st.just("np.prod(z)"),
+        st.just("np.mean(z * x)"),
     ]
     for v in scope:
         leaves.append(_COEF.map(lambda c, v=v: f"({v} * {c})"))
@@ -372,6 +408,8 @@ def vector_expr(draw, size: int, var: str | None = None):
         st.just("z + 0.1 * np.sum(z * x)"),
         coefs.map(lambda c: f"z * {c}"),
         matrix,
+        st.just("z * y"),
+        st.just("z + np.sin(y) * x"),
     ]
     if var is not None:
         options.append(st.just(f"z * 0.8 + np.sin(x * {var})"))
@@ -444,6 +482,12 @@ def gate(draw, size: int, wires: tuple[int, ...], scope, carries):
             f"({', '.join(params)}, wires={wire_arg})"
         )
     wire_arg = ws[0] if nwires == 1 else list(ws)
+    n = len(wires)
+    if scope and nwires <= 2 and wires == tuple(range(n)) and draw(st.integers(0, 3)) == 0:
+        # traced wires from a loop index: (i + k) % n, (i + k + 1) % n are distinct
+        v, k = draw(st.sampled_from(scope)), draw(st.integers(0, n - 1))
+        traced = [f"({v} + {k + d}) % {n}" for d in range(nwires)]
+        wire_arg = traced[0] if nwires == 1 else f"[{', '.join(traced)}]"
     args = ", ".join([*params, f"wires={wire_arg}"])
     return Gate(f"qml.{name}({args})")
 
@@ -498,7 +542,8 @@ def instructions(
             other = None
             if draw(st.booleans()):
                 other = draw(instructions(wires=wires, scope=scope, carries=carries, **inner))
-            out.append(Cond(branches, other))
+            api = draw(st.sampled_from(["cofactor", "qml"]))
+            out.append(Cond(branches, other, api))
         else:
             api = draw(st.sampled_from(["cofactor", "qml"]))
             inner["cf"] = block_cf
@@ -546,7 +591,15 @@ def _post_term(draw, k: int, kind: str, size: int) -> str:
     if kind == "expval":
         return draw(
             st.sampled_from(
-                [r, f"np.sin({r})", f"{r} * x[0]", f"np.exp({r})", f"{r} * {r}", f"np.tanh({r})"]
+                [
+                    r,
+                    f"np.sin({r})",
+                    f"{r} * x[0]",
+                    f"np.exp({r})",
+                    f"{r} * {r}",
+                    f"np.tanh({r})",
+                    f"{r} * y",
+                ]
             )
         )
     if kind == "probs":
@@ -561,9 +614,10 @@ def _post_term(draw, k: int, kind: str, size: int) -> str:
 
 
 @st.composite
-def programs(draw, block_control_flow: bool = True) -> Program:
+def programs(draw, block_control_flow: bool = True, unsorted_argnums: bool = True) -> Program:
     """A random program; `block_control_flow=False` keeps loops and branches out of
-    adjoint/ctrl blocks (see fuzz-findings F2)."""
+    adjoint/ctrl blocks (fuzz-findings F2), `unsorted_argnums=False` draws no
+    `argnums=(1, 0)` (F3)."""
     wires = draw(st.integers(1, 3))
     size = draw(st.integers(2, 4))
     diff_method = draw(st.sampled_from(["adjoint", "parameter-shift", "best"]))
@@ -599,4 +653,10 @@ def programs(draw, block_control_flow: bool = True) -> Program:
         vector = f"np.array([{', '.join(post)}])"
     x = draw(st.lists(_X, min_size=size, max_size=size))
     split = draw(st.booleans())
-    return Program(wires, size, diff_method, pre, body, ms, post, vector, x, split)
+    second = re.sub(r"\br(\d)", r"s\1", post[0]) if draw(st.integers(0, 3)) == 0 else None
+    y = draw(_X)
+    argnums = draw(st.sampled_from([0, 0, 1, (0, 1), (1, 0)][: 5 if unsorted_argnums else 4]))
+    vag = draw(st.booleans())
+    return Program(
+        wires, size, diff_method, pre, body, ms, post, vector, x, split, second, y, argnums, vag
+    )
