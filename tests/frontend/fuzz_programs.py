@@ -562,21 +562,39 @@ def instructions(
 _PAULI = ["qml.PauliX({})", "qml.PauliY({})", "qml.PauliZ({})"]
 
 
+_HERMITIAN = st.tuples(_COEF, _COEF, _COEF, _COEF).map(
+    lambda m: (
+        f"qml.Hermitian(np.array([[{m[0]}, {m[1]} + {m[2]}j], [{m[1]} - {m[2]}j, {m[3]}]]), "
+        "wires={})"
+    )
+)
+
+
 @st.composite
 def pauli_word(draw, wires: int):
+    """A product of Paulis on distinct wires; now and then a Hadamard or Hermitian factor."""
     ws = draw(st.permutations(range(wires)))[: draw(st.integers(1, min(wires, 2)))]
-    return " @ ".join(draw(st.sampled_from(_PAULI)).format(w) for w in sorted(ws))
+    factors = []
+    for w in sorted(ws):
+        k = draw(st.integers(0, 9))
+        fmt = draw(st.sampled_from(_PAULI)) if k < 8 else "qml.Hadamard({})"
+        factors.append((draw(_HERMITIAN) if k == 9 else fmt).format(w))
+    return " @ ".join(factors)
 
 
 @st.composite
-def measurement(draw, wires: int, kinds: list[str]):
+def measurement(draw, wires: int, kinds: list[str], identity_terms: bool = True):
     kind = draw(st.sampled_from(kinds))
     if kind == "expval":
         return kind, f"qml.expval({draw(pauli_word(wires))})"
-    if kind == "hamiltonian":
+    if kind in ("hamiltonian", "var_hamiltonian"):
         terms = [
             f"{draw(_COEF)} * ({draw(pauli_word(wires))})" for _ in range(draw(st.integers(1, 3)))
         ]
+        if identity_terms and draw(st.integers(0, 3)) == 0:
+            terms.append(f"{draw(_COEF)} * qml.Identity({draw(st.integers(0, wires - 1))})")
+        if kind == "var_hamiltonian":
+            return "var", f"qml.var({' + '.join(terms)})"
         return "expval", f"qml.expval({' + '.join(terms)})"
     if kind == "probs":
         ws = sorted(draw(st.permutations(range(wires)))[: draw(st.integers(1, wires))])
@@ -614,10 +632,15 @@ def _post_term(draw, k: int, kind: str, size: int) -> str:
 
 
 @st.composite
-def programs(draw, block_control_flow: bool = True, unsorted_argnums: bool = True) -> Program:
+def programs(
+    draw,
+    block_control_flow: bool = True,
+    unsorted_argnums: bool = True,
+    identity_terms: bool = True,
+) -> Program:
     """A random program; `block_control_flow=False` keeps loops and branches out of
     adjoint/ctrl blocks (fuzz-findings F2), `unsorted_argnums=False` draws no
-    `argnums=(1, 0)` (F3)."""
+    `argnums=(1, 0)` (F3), `identity_terms=False` no Identity term in Hamiltonians (F4)."""
     wires = draw(st.integers(1, 3))
     size = draw(st.integers(2, 4))
     diff_method = draw(st.sampled_from(["adjoint", "parameter-shift", "best"]))
@@ -627,7 +650,7 @@ def programs(draw, block_control_flow: bool = True, unsorted_argnums: bool = Tru
     elif grad_only:
         kinds = ["expval", "hamiltonian", "probs"]
     else:
-        kinds = ["expval", "hamiltonian", "probs", "var", "state"]
+        kinds = ["expval", "hamiltonian", "probs", "var", "var_hamiltonian", "state"]
     pre = []
     for _ in range(draw(st.integers(0, 3))):
         kind = draw(st.integers(0, 5))
@@ -642,7 +665,7 @@ def programs(draw, block_control_flow: bool = True, unsorted_argnums: bool = Tru
                 ZCond(draw(predicate(size, ())), draw(vector_expr(size)), draw(vector_expr(size)))
             )
     body = draw(instructions(size, tuple(range(wires)), block_cf=block_control_flow))
-    ms = [draw(measurement(wires, kinds)) for _ in range(draw(st.integers(1, 3)))]
+    ms = [draw(measurement(wires, kinds, identity_terms)) for _ in range(draw(st.integers(1, 3)))]
     post = [_post_term(draw, k, kind, size) for k, (kind, _) in enumerate(ms)]
     vector = None
     probs = [k for k, (kind, _) in enumerate(ms) if kind == "probs"]

@@ -48,6 +48,8 @@ GRAD_TOL = 1e-6
 BLOCK_CONTROL_FLOW = False
 # F3: grad/jacobian with argnums not in increasing order, e.g. argnums=(1, 0).
 UNSORTED_ARGNUMS = False
+# F4: an Identity term in a Hamiltonian observable.
+IDENTITY_TERMS = False
 # F1: a QNode that calls one of these (a libm function) must not be traced outside a
 # gradient before it is differentiated in the same qjit function.
 LIBM_IN_QNODE = ("np.tanh", "np.arctan", "np.cosh")
@@ -132,7 +134,13 @@ def _settings(fn):
 
 
 @_settings
-@given(programs(block_control_flow=BLOCK_CONTROL_FLOW, unsorted_argnums=UNSORTED_ARGNUMS))
+@given(
+    programs(
+        block_control_flow=BLOCK_CONTROL_FLOW,
+        unsorted_argnums=UNSORTED_ARGNUMS,
+        identity_terms=IDENTITY_TERMS,
+    )
+)
 def test_compiled_programs_match_pennylane(p: Program) -> None:
     p = _avoid_known_bugs(p)
     note(reproducer(p))
@@ -168,36 +176,60 @@ def test_known_bug_libm_in_qnode_traced_before_grad() -> None:
     assert g == pytest.approx(expected, abs=GRAD_TOL)
 
 
-def _adjoint_of_cond(compiled: bool):
-    def circuit(x):
-        def block():
-            if compiled:
+dev2 = qml.device("default.qubit", wires=2)
 
-                @cofactor.cond(x < 0.0)
-                def branch():
-                    qml.S(wires=0)
 
-                @branch.otherwise
-                def _():
-                    qml.RY(0.5, wires=0)
+def _block_circuit(kind: str, wrap: str, compiled: bool) -> qml.QNode:
+    """adjoint/ctrl of a block holding a for_loop, while_loop or cond (or Python's)."""
 
-                branch()
-            elif x < 0.0:
-                qml.S(wires=0)
+    def gates(x, i):
+        qml.RX(x * (i + 1), wires=1)
+        qml.RY(0.4, wires=1)
+
+    def block(x):
+        if not compiled:
+            if kind == "cond":
+                if x > 0.0:
+                    qml.RY(x, wires=1)
             else:
-                qml.RY(0.5, wires=0)
-            qml.RX(x, wires=0)
+                for i in range(2):
+                    gates(x, i)
+        elif kind == "for":
+            cofactor.for_loop(0, 2, 1)(lambda i: gates(x, i))()
+        elif kind == "while":
 
-        qml.adjoint(block)()
-        return qml.expval(qml.PauliZ(0)), qml.expval(qml.PauliX(0))
+            @cofactor.while_loop(lambda i: i < 2)
+            def loop(i):
+                gates(x, i)
+                return i + 1
 
-    return qml.QNode(circuit, dev1)
+            loop(0)
+        else:
+            cofactor.cond(x > 0.0)(lambda: qml.RY(x, wires=1))()
+
+    def circuit(x):
+        qml.Hadamard(0)
+        if wrap == "adjoint":
+            qml.adjoint(block)(x)
+        else:
+            qml.ctrl(block, control=0)(x)
+        return qml.state()
+
+    return qml.QNode(circuit, dev2)
 
 
-@pytest.mark.xfail(strict=True, reason="F2: adjoint of a block containing cond is wrong")
-def test_known_bug_adjoint_of_cond() -> None:
+@pytest.mark.xfail(
+    strict=True,
+    reason="F2 (compatibility items 1, 2): adjoint and ctrl of a block with control flow "
+    "apply the block unchanged (not inverted / not controlled)",
+)
+@pytest.mark.parametrize("wrap", ["adjoint", "ctrl"])
+@pytest.mark.parametrize("kind", ["for", "while", "cond"])
+def test_known_bug_adjoint_ctrl_of_control_flow(kind: str, wrap: str) -> None:
     np.testing.assert_allclose(
-        cofactor.qjit(_adjoint_of_cond(True))(0.3), _adjoint_of_cond(False)(0.3), atol=VALUE_TOL
+        cofactor.qjit(_block_circuit(kind, wrap, True))(0.3),
+        _block_circuit(kind, wrap, False)(0.3),
+        atol=VALUE_TOL,
     )
 
 
@@ -215,3 +247,19 @@ def test_known_bug_unsorted_argnums() -> None:
     gy, gx = g(0.5, 0.3)
     assert gy == pytest.approx(0.5 * np.cos(0.3), abs=GRAD_TOL)
     assert gx == pytest.approx(np.sin(0.3), abs=GRAD_TOL)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=cofactor.CompileError,
+    reason="F4 (compatibility item 13): an Identity term in a Hamiltonian fails in "
+    "cofactor-opt ('quantum.obs_hermitian' op needs at least one wire)",
+)
+def test_known_bug_identity_term_in_hamiltonian() -> None:
+    def circuit(x):
+        qml.RX(x, wires=0)
+        return qml.expval(0.5 * qml.PauliZ(0) + 0.2 * qml.Identity(1))
+
+    expected = qml.QNode(circuit, dev2)(0.3)
+    got = cofactor.qjit(qml.QNode(circuit, dev2))(0.3)
+    assert got == pytest.approx(expected, abs=VALUE_TOL)
