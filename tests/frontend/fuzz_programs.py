@@ -463,7 +463,26 @@ GATES = [
     ("CSWAP", 0, 3),
     ("PSWAP", 1, 2),  # not native: decomposed
     ("CCZ", 0, 3),  # not native: decomposed
+    ("MultiRZ", 1, 3),
+    ("DoubleExcitation", 1, 4),
+    ("GlobalPhase", 1, 1),
+    ("PauliRot", 1, 2),  # with a Pauli word argument
+    ("QubitUnitary", 0, 1),  # with a constant matrix
+    ("QubitUnitary", 0, 2),
 ]
+
+
+# constant unitaries for QubitUnitary, written out with full precision
+def _unitary_literal(nwires: int) -> str:
+    import numpy as np
+    import pennylane as qml
+
+    if nwires == 1:
+        m = qml.matrix(qml.Rot(0.3, -1.1, 0.7, wires=0))
+    else:
+        m = qml.matrix(qml.CRot(0.3, -1.1, 0.7, wires=[0, 1]) @ qml.IsingXY(0.4, wires=[0, 1]))
+    rows = ", ".join("[" + ", ".join(repr(complex(v)) for v in row) + "]" for row in np.asarray(m))
+    return f"np.array([{rows}])"
 
 
 @st.composite
@@ -472,15 +491,29 @@ def gate(draw, size: int, wires: tuple[int, ...], scope, carries):
     name, nparams, nwires = draw(st.sampled_from(choices))
     ws = draw(st.permutations(wires))[:nwires]
     params = [draw(scalar_expr(size, scope, carries)) for _ in range(nparams)]
-    if draw(st.integers(0, 9)) == 0 and nparams and len(wires) > nwires:
-        # a controlled parametrised gate through qml.ctrl, with a control value
-        ctl = next(w for w in wires if w not in ws)
-        value = draw(st.integers(0, 1))
+    if name == "PauliRot":
+        params.append(repr(draw(st.sampled_from(["XY", "ZZ", "YX", "XZ"]))))
+    if name == "QubitUnitary":
+        params.append(_unitary_literal(nwires))
+    free = [w for w in wires if w not in ws]
+    if draw(st.integers(0, 7)) == 0 and nparams and free and name != "GlobalPhase":
+        # a controlled parametrised gate through qml.ctrl, with control values
+        ctl = free[: draw(st.integers(1, len(free)))]
+        values = [draw(st.integers(0, 1)) for _ in ctl]
+        if len(ctl) == 1:
+            ctl, values = ctl[0], values[0]
         wire_arg = ws[0] if nwires == 1 else list(ws)
         return Gate(
-            f"qml.ctrl(qml.{name}, control={ctl}, control_values={value})"
+            f"qml.ctrl(qml.{name}, control={ctl}, control_values={values})"
             f"({', '.join(params)}, wires={wire_arg})"
         )
+    if draw(st.integers(0, 7)) == 0 and nparams:
+        # the adjoint of one gate, as a function or as an instance
+        wire_arg = ws[0] if nwires == 1 else list(ws)
+        args = ", ".join([*params, f"wires={wire_arg}"])
+        if draw(st.booleans()):
+            return Gate(f"qml.adjoint(qml.{name})({args})")
+        return Gate(f"qml.adjoint(qml.{name}({args}))")
     wire_arg = ws[0] if nwires == 1 else list(ws)
     n = len(wires)
     if scope and nwires <= 2 and wires == tuple(range(n)) and draw(st.integers(0, 3)) == 0:
@@ -641,7 +674,7 @@ def programs(
     """A random program; `block_control_flow=False` keeps loops and branches out of
     adjoint/ctrl blocks (fuzz-findings F2), `unsorted_argnums=False` draws no
     `argnums=(1, 0)` (F3), `identity_terms=False` no Identity term in Hamiltonians (F4)."""
-    wires = draw(st.integers(1, 3))
+    wires = draw(st.integers(1, 4))
     size = draw(st.integers(2, 4))
     diff_method = draw(st.sampled_from(["adjoint", "parameter-shift", "best"]))
     grad_only = draw(st.integers(0, 2)) > 0  # mostly differentiable programs

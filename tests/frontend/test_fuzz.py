@@ -105,7 +105,7 @@ def compiled(p: Program) -> dict[str, list]:
         out["grad"] = [np.asarray(g[0]), *_leaves(g[1])] if p.value_and_grad else _leaves(g)
         if p.vector is not None:
             out["jacobian"] = _leaves(got[3])
-    assert len(got) == 2 + len(out) - 2, f"workflow returned {len(got)} values"
+    assert len(got) == len(out), f"workflow returned {len(got)} values, expected {len(out)}"
     return out
 
 
