@@ -29,3 +29,13 @@ class ToolchainNotFoundError(CompileError):
 
 class RuntimeExecutionError(RuntimeError):
     """The runtime reported an error while a compiled program ran (bad wire, ...)."""
+
+
+class CompileTypeError(CompileError, TypeError):
+    """A program Catalyst refuses with a TypeError (e.g. cond branches returning different
+    structures, the wrong number of tangents): catchable as either."""
+
+
+class CompileValueError(CompileError, ValueError):
+    """A program Catalyst refuses with a ValueError (e.g. a bad `method` or `argnums`, a
+    tangent of the wrong shape): catchable as either."""

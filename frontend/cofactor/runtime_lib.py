@@ -27,6 +27,7 @@ CF_ERR_NOT_SUPPORTED = 5
 CF_ERR_INTERNAL = 6
 CF_ERR_INDEX = 7
 CF_ERR_INTERRUPTED = 8
+CF_ERR_NOT_FINITE = 9
 OBS_KINDS = {"Identity": 0, "PauliX": 1, "PauliY": 2, "PauliZ": 3, "Hadamard": 4}
 
 _dp, _ip, _bp = POINTER(c_double), POINTER(c_int64), POINTER(c_int8)
@@ -37,6 +38,7 @@ SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "cf_rt_error_message": (c_char_p, []),
     "cf_rt_clear_error": (None, []),
     "cf_rt_report_error": (None, [c_int64, c_char_p]),
+    "cf_rt_index_error": (None, [c_int64, c_int64, c_int64]),
     "cf_rt_device_acquire": (c_int64, [c_int64, c_int64, c_int64]),
     "cf_rt_device_release": (None, []),
     "cf_rt_num_qubits": (c_int64, []),
@@ -101,12 +103,14 @@ def error_message(lib: ctypes.CDLL) -> str:
 _PYTHON_EXCEPTIONS: dict[int, type[BaseException]] = {
     CF_ERR_INDEX: IndexError,
     CF_ERR_INTERRUPTED: KeyboardInterrupt,
+    CF_ERR_NOT_FINITE: ValueError,
 }
 
 
 def check_error(lib: ctypes.CDLL) -> None:
     """Raises the exception of a pending runtime error, clearing the slot first:
-    IndexError (CF_ERR_INDEX), KeyboardInterrupt (CF_ERR_INTERRUPTED), otherwise
+    IndexError (CF_ERR_INDEX), KeyboardInterrupt (CF_ERR_INTERRUPTED), ValueError
+    (CF_ERR_NOT_FINITE: NaN/inf where a finite number is needed), otherwise
     RuntimeExecutionError with the status in `.code`."""
     code = lib.cf_rt_error_code()
     if code == CF_OK:

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <new>
 #include <string>
 #include <unistd.h>
@@ -197,6 +198,7 @@ int StateVectorDevice::measure(int64_t wire, bool reset, int64_t postselect) {
     double p[2];
     marginalProbs(sv_.data(), n_, &wire, 1, p);
     const double total = p[0] + p[1];
+    if (!std::isfinite(total)) notFinite("mid-circuit measurement");
     int outcome;
     if (postselect >= 0) {
         outcome = int(postselect);
@@ -219,6 +221,23 @@ int StateVectorDevice::measure(int64_t wire, bool reset, int64_t postselect) {
 }
 
 // ---- sampling -----------------------------------------------------------------------------
+// A NaN or infinite gate parameter makes the state NaN. Analytic results are NaN then, but a
+// sampler would turn NaN probabilities into plausible-looking outcomes (the alias table and
+// a CDF both treat NaN comparisons as false). Sampled expectation values and variances are
+// NaN like the analytic ones; integer results (samples, counts, measurement outcomes) cannot
+// carry a NaN, so those are an error (PennyLane's default.qubit raises ValueError in its
+// mid-circuit sampler too).
+[[noreturn]] void StateVectorDevice::notFinite(const char *what) {
+    fail(CF_ERR_NOT_FINITE, what, ": the state has NaN or infinite amplitudes (a gate parameter "
+         "was NaN or infinite), so there is nothing to sample");
+}
+
+static bool finiteDistribution(const std::vector<double> &probs) {
+    double total = 0;
+    for (double p : probs) total += p;
+    return std::isfinite(total) && total > 0;
+}
+
 std::vector<uint32_t> StateVectorDevice::drawOutcomes(const std::vector<double> &probs,
                                                       int64_t shots) {
     // Vose's alias method: O(2^k) setup, then O(1) per shot, in the order drawn (sorting
@@ -256,6 +275,7 @@ std::vector<uint32_t> StateVectorDevice::drawOutcomes(const std::vector<double> 
 void StateVectorDevice::sample(const int64_t *wires, int k, int64_t *out) {
     std::vector<double> p(size_t(1) << k);
     marginalProbs(sv_.data(), n_, wires, k, p.data());
+    if (!finiteDistribution(p)) notFinite("sample");
     const auto outcomes = drawOutcomes(p, shots_);
     for (int64_t s = 0; s < shots_; ++s)
         for (int i = 0; i < k; ++i) out[s * k + i] = (outcomes[s] >> (k - 1 - i)) & 1;
@@ -264,6 +284,7 @@ void StateVectorDevice::sample(const int64_t *wires, int k, int64_t *out) {
 void StateVectorDevice::counts(const int64_t *wires, int k, int64_t *out) {
     std::vector<double> p(size_t(1) << k);
     marginalProbs(sv_.data(), n_, wires, k, p.data());
+    if (!finiteDistribution(p)) notFinite("counts");
     std::fill(out, out + p.size(), 0);
     for (uint32_t o : drawOutcomes(p, shots_)) ++out[o];
 }
@@ -312,6 +333,11 @@ void StateVectorDevice::sampleTerm(const ObsTerm &t, double &mean, double *var) 
     }
     std::vector<double> p(size_t(1) << wires.size());
     marginalProbs(rotated.data(), n_, wires.data(), int(wires.size()), p.data());
+    if (!finiteDistribution(p)) { // NaN like the analytic value (see notFinite)
+        mean = std::numeric_limits<double>::quiet_NaN();
+        if (var) *var = mean;
+        return;
+    }
     double sum = 0, sum2 = 0;
     for (uint32_t o : drawOutcomes(p, shots_)) {
         // factors in order, the first one's wires being the most significant bits

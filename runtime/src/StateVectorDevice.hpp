@@ -57,6 +57,8 @@ class StateVectorDevice final : public QuantumDevice {
 
   private:
     double uniform() { return double(rng_() >> 11) * 0x1.0p-53; }
+    // CF_ERR_NOT_FINITE: `what` cannot sample a state with NaN/inf amplitudes
+    [[noreturn]] static void notFinite(const char *what);
     // `shots` outcome indices (over 2^k outcomes) drawn from probs by the alias method.
     std::vector<uint32_t> drawOutcomes(const std::vector<double> &probs, int64_t shots);
     // finite-shot estimate of one term's expectation (and of its variance when var != null)

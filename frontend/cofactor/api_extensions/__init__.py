@@ -9,7 +9,8 @@ entry points in pyproject.toml): inside a cofactor trace, `qml.for_loop`, `qml.w
 
 from cofactor.api_extensions.callbacks import pure_callback
 from cofactor.api_extensions.control_flow import cond, for_loop, while_loop
-from cofactor.api_extensions.differentiation import grad, jacobian, jvp, value_and_grad, vjp
+from cofactor.api_extensions.differentiation import grad, jacobian, value_and_grad
+from cofactor.api_extensions.products import jvp, vjp
 from cofactor.api_extensions.quantum_operators import adjoint, ctrl, measure
 
 __all__ = [

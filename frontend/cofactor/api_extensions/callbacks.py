@@ -91,6 +91,7 @@ class _Entry:
     in_tree: Any
     out_specs: tuple[BufferSpec, ...]
     out_tree: Any
+    in_circuit: bool = False  # called from inside a circuit function (see _device_active)
 
 
 _REGISTRY: dict[int, _Entry] = {}
@@ -106,6 +107,7 @@ TRAMPOLINE_TYPE = ctypes.CFUNCTYPE(
 def _register(key: Any, entry: _Entry) -> int:
     with _LOCK:
         if key in _IDS:
+            entry.in_circuit |= _REGISTRY[_IDS[key]].in_circuit
             _REGISTRY[_IDS[key]] = entry
             return _IDS[key]
         cid = len(_REGISTRY) + 1
@@ -151,6 +153,38 @@ def _poison(views: list[np.ndarray]) -> None:
         v[...] = np.nan if v.dtype.kind in "fc" else 0
 
 
+# (semantics, D19) a compiled circuit run by a callback that a running circuit called takes
+# over the thread's runtime device (one per thread) and releases it: the calling circuit
+# would fail later with "no current device". Detected after the callback returns.
+_NESTED_CIRCUIT = (
+    "callback {name} ran a compiled quantum circuit while it was called from a running "
+    "circuit: a thread has one quantum device, and the inner circuit took it over. Call "
+    "compiled circuits from the classical part of the program (outside the QNode), or "
+    "compute the callback's value without a compiled circuit."
+)
+
+
+_device_query: Any = None  # (error_code, num_qubits, clear_error) of the runtime, once loaded
+
+
+def _device_active() -> bool | None:
+    """Whether this thread's runtime has a device; None when an error is already pending
+    (then nothing is queried, and the error slot is left as it is)."""
+    global _device_query
+    if _device_query is None:
+        from cofactor.launcher import _runtime
+
+        rt = _runtime()
+        _device_query = (rt.cf_rt_error_code, rt.cf_rt_num_qubits, rt.cf_rt_clear_error)
+    error_code, num_qubits, clear_error = _device_query
+    if error_code() != 0:
+        return None
+    if num_qubits() >= 0:
+        return True
+    clear_error()  # the "no current device" error the query itself set
+    return False
+
+
 def _trampoline(callback_id: int, kind: int, num_args: int, args: Any) -> int:
     """Called by compiled code through `cf_rt_callback`; never raises."""
     try:
@@ -171,12 +205,15 @@ def _trampoline(callback_id: int, kind: int, num_args: int, args: Any) -> int:
             _poison(written)
             return 1
         try:
+            had_device = entry.in_circuit and _device_active()
             ins = pytree.unflatten(entry.in_tree, [v.copy() for v in views[:n_in]])
             if kind == 0:
                 entry.callback._run_primal(entry, ins, views[n_in:])
             else:
                 cts = [v.copy() for v in views[n_in : n_in + n_out]]
                 entry.callback._run_vjp(entry, ins, cts, views[n_in + n_out :])
+            if had_device and _device_active() is False:
+                raise RuntimeExecutionError(_NESTED_CIRCUIT.format(name=entry.callback.name))
         except BaseException as err:  # noqa: BLE001 - kept and re-raised by the launcher
             _STATE.pending = err
             _poison(written)
@@ -247,7 +284,9 @@ def emit_callback_call(
     diff = context.differentiation_method(ctx)
     if diff == "auto" and not inactive:
         _check_differentiable(callback, in_specs, out_specs)
-    entry = _Entry(callback, in_specs, in_tree, tuple(out_specs), out_tree)
+    from cofactor.api_extensions.hybrid import in_qnode_trace
+
+    entry = _Entry(callback, in_specs, in_tree, tuple(out_specs), out_tree, in_qnode_trace())
     cid = _register((id(callback), in_tree, in_specs), entry)
     key = ("callback", cid)
     name = ctx.functions.get(key)

@@ -19,7 +19,8 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import f64
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
-from cofactor.errors import CompileError
+from cofactor.api_extensions import hybrid
+from cofactor.errors import CompileError, CompileTypeError
 from cofactor.ir.builder import INDEX, scalar_type
 from cofactor.tracing import context, pytree
 from cofactor.tracing.numpy_rules import as_tracer, cast_tracer, scalar_ufunc
@@ -68,7 +69,7 @@ class Carry:
         """`values` (a body's result) checked against the layout and cast to its dtypes."""
         leaves, tree = pytree.flatten(values, is_leaf=lambda x: isinstance(x, Tracer))
         if tree != self.tree:
-            raise CompileError(
+            raise CompileTypeError(
                 f"{what} must return values with the same structure as its inputs "
                 f"(expected {len(self.layout)} value(s) structured as {self.tree}, got {tree})"
             )
@@ -76,11 +77,11 @@ class Carry:
         for v, (shape, dtype) in zip(leaves, self.layout, strict=True):
             t = as_tracer(v)
             if t.shape != shape:
-                raise CompileError(
+                raise CompileTypeError(
                     f"{what}: a carried value changed shape from {shape} to {t.shape}"
                 )
             if t.dtype != dtype and not np.can_cast(t.dtype, dtype, "same_kind"):
-                raise CompileError(
+                raise CompileTypeError(
                     f"{what}: a carried value changed dtype from {dtype} to {t.dtype}"
                 )
             out.append(cast_tracer(t, dtype))
@@ -137,6 +138,8 @@ def for_loop(lower: Any, upper: Any, step: Any, allow_array_resizing: bool = Fal
                     if not init:
                         carry = ()
                 return _single(carry)
+            if hybrid.recording():  # inside an adjoint/ctrl region: see hybrid
+                return hybrid.record_for(lower, upper, step, body, init)
             return _traced_for(lower, upper, step, body, init)
 
         return run
@@ -220,6 +223,8 @@ def while_loop(cond_fn: Callable, allow_array_resizing: bool = False) -> Callabl
                 while cond_fn(*carry):
                     carry = _as_result(init, body(*carry))
                 return _single(carry)
+            if hybrid.recording():
+                return hybrid.record_while(cond_fn, body, init)
             return _traced_while(cond_fn, body, init)
 
         return run
@@ -278,6 +283,8 @@ class CondCallable:
                 if pred:
                     return fn(*args, **kwargs)
             return self.otherwise_fn(*args, **kwargs) if self.otherwise_fn else None
+        if hybrid.recording():
+            return hybrid.record_cond(self.branches, self.otherwise_fn, args, kwargs)
         return _traced_cond(self.branches, self.otherwise_fn, args, kwargs)
 
 
@@ -312,7 +319,10 @@ def _traced_cond(branches: list, otherwise_fn: Callable | None, args: tuple, kwa
 
     cond_value = cast_tracer(as_tracer(pred), BOOL)
     if cond_value.shape != ():
-        raise CompileError("the cond predicate must be a scalar")
+        raise CompileTypeError(
+            f"the cond predicate must be a scalar (got shape {cond_value.shape}): an array "
+            "with several elements is not a valid predicate; reduce it, e.g. with np.any"
+        )
     then_block, else_block = Block(), Block()
     with traced_region(then_block) as flush:
         then_out = _drop_operators(fn(*args, **kwargs))
@@ -323,10 +333,17 @@ def _traced_cond(branches: list, otherwise_fn: Callable | None, args: tuple, kwa
     then_leaves, then_tree = pytree.flatten(then_out, is_leaf=lambda x: isinstance(x, Tracer))
     else_leaves, else_tree = pytree.flatten(else_out, is_leaf=lambda x: isinstance(x, Tracer))
     if then_leaves and otherwise_fn is None and not rest:
-        raise CompileError("cond branches that return values need an `otherwise` branch")
+        # Catalyst: TypeError (the missing branch returns None: a different structure)
+        raise CompileTypeError(
+            "Control flow requires a consistent return structure across all branches: the "
+            "true branch of this cond returns a value, so it needs an `otherwise` branch "
+            "returning the same structure"
+        )
     if then_tree != else_tree:
-        raise CompileError(
-            f"all cond branches must return the same structure (got {then_tree} and {else_tree})"
+        raise CompileTypeError(
+            "Control flow requires a consistent return structure across all branches! Got "
+            f"{_describe(then_tree)} and {_describe(else_tree)}: every branch must return the "
+            "same structure (the same tuple/list/dict containers, the same number of values)"
         )
     # one result type per leaf: the common dtype of the branches, same shape
     then_t: list[Tracer] = []
@@ -338,7 +355,10 @@ def _traced_cond(branches: list, otherwise_fn: Callable | None, args: tuple, kwa
         else_t = [as_tracer(v) for v in else_leaves]
     for x, y in zip(then_t, else_t, strict=True):
         if x.shape != y.shape:
-            raise CompileError(f"cond branches return different shapes: {x.shape} and {y.shape}")
+            raise CompileTypeError(
+                "Control flow requires a consistent array shape per result across all "
+                f"branches! Got {x.shape} and {y.shape}"
+            )
         layout.append(np.result_type(x.dtype, y.dtype))
     results = pytree.unflatten(
         ("tuple", tuple(pytree.LEAF for _ in layout)),
@@ -354,6 +374,20 @@ def _traced_cond(branches: list, otherwise_fn: Callable | None, args: tuple, kwa
     )
     leaves = list(carry.rebuild(list(op.results)))
     return pytree.unflatten(then_tree, leaves)
+
+
+def _describe(tree: Any) -> str:
+    """A pytree structure as Python-like text: (*, [*, *]) for a tuple of a leaf and a list."""
+    if tree == pytree.LEAF:
+        return "*"
+    kind = tree[0]
+    if kind == "none":
+        return "None"
+    if kind == "dict":
+        inner = ", ".join(f"{k!r}: {_describe(t)}" for k, t in zip(tree[1], tree[2], strict=True))
+        return "{" + inner + "}"
+    inner = ", ".join(_describe(t) for t in tree[1])
+    return f"[{inner}]" if kind == "list" else f"({inner}{',' if len(tree[1]) == 1 else ''})"
 
 
 def _drop_operators(out: Any) -> Any:

@@ -13,9 +13,11 @@ While a qjit function is traced, differentiating `fn` at some arguments
    `grad`/`value_and_grad`/`vjp` one op (cotangent 1.0 or the user's cotangents),
    `jacobian`/`jvp` one op per output element with a one-hot cotangent (unrolled for small
    outputs, an `scf.for` otherwise) -- `jvp` contracts that Jacobian with the tangents;
-3. with `method="fd"` emits central finite differences of the whole function instead
-   (`func.call`s of the traced function on perturbed inputs, step `h`, default 1e-7),
-   which needs no gradient pass and is the only way to nest derivatives.
+3. with `method="fd"` emits finite differences of the whole function instead (`func.call`s
+   of the traced function on perturbed inputs): Catalyst's forward difference
+   `(f(x + h e_j) - f(x)) / h` with step `h` (default 1e-7), or with `method="central"`
+   the central difference `(f(x + h e_j) - f(x - h e_j)) / 2h`. This needs no gradient pass
+   and is the only way to nest derivatives.
 
 The passes of docs/gradients.md then split QNodes, attach the custom gradients of QNodes and
 callbacks and hand the rest to Enzyme. Outside qjit, a differentiated function compiles
@@ -34,16 +36,22 @@ from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, SymbolRefAttr, f64, i64
 from xdsl.ir import Block, Region, SSAValue
 
-from cofactor.errors import CompileError, DifferentiableCompileError
+from cofactor.errors import (
+    CompileError,
+    CompileValueError,
+    DifferentiableCompileError,
+)
 from cofactor.ir.builder import INDEX, memref_type
 from cofactor.ir.mlir15 import generic_op
 from cofactor.launcher import BufferSpec
 from cofactor.tracing import context, pytree
-from cofactor.tracing.numpy_rules import as_tracer, cast_tracer, const_scalar, store_tracer
+from cofactor.tracing.numpy_rules import as_tracer, cast_tracer, store_tracer
 from cofactor.tracing.tracer import FLOAT, Scalar, Tracer
 
-#: the default finite-difference step (Catalyst's)
+#: the default finite-difference step (Catalyst's, FiniteDifference.cpp: 1e-7)
 DEFAULT_FD_STEP = 1e-7
+#: method -> finite-difference scheme ("fd" is Catalyst's forward difference)
+FD_SCHEMES = {"fd": "forward", "central": "central"}
 #: Jacobians with at most this many output elements unroll their one-hot vjps
 UNROLL_JACOBIAN_ROWS = 8
 
@@ -66,40 +74,60 @@ def _fn_name(fn: Any) -> str:
     return str(name).strip("<>")
 
 
-def _check_method(method: str | None, h: float | None, what: str) -> tuple[str, float]:
+def _check_method(method: str | None, h: Any, what: str) -> tuple[str, float, str]:
+    """(method: "auto" or "fd", step, scheme: "forward" or "central")."""
     if method in (None, "auto"):
-        return "auto", 0.0
-    if method == "fd":
-        step = DEFAULT_FD_STEP if h is None else float(h)
-        if not step > 0:
-            raise CompileError(f"{what}: the finite-difference step h must be positive, got {h}")
-        return "fd", step
-    raise CompileError(
+        return "auto", 0.0, ""
+    if method in FD_SCHEMES:
+        if h is None:
+            step = DEFAULT_FD_STEP
+        elif isinstance(h, bool) or not isinstance(h, int | float | np.integer | np.floating):
+            raise CompileValueError(
+                f"{what}: invalid h value ({h!r}); None or a number was expected"
+            )
+        else:
+            step = float(h)
+        if step == 0.0 or not np.isfinite(step):
+            raise CompileValueError(
+                f"{what}: the finite-difference step h must be a finite non-zero number, got {h}"
+            )
+        return "fd", step, FD_SCHEMES[method]
+    raise CompileValueError(
         f'{what}: unsupported differentiation method {method!r}; use "auto" (the default: '
-        'Enzyme, with the QNodes\' own diff_method) or "fd" (finite differences)'
+        'Enzyme, with the QNodes\' own diff_method), "fd" (forward finite differences, as '
+        'Catalyst) or "central" (central finite differences)'
     )
 
 
 def _normalize_argnums(argnums: Any, nargs: int, what: str) -> tuple[tuple[int, ...], bool]:
-    """(argument positions, whether a single int was given)."""
+    """(argument positions in the order given, whether a single int was given).
+
+    As in JAX and Catalyst, the derivatives come back in the order of `argnums` (any order;
+    a repeated position gives the same derivative twice).
+    """
     if argnums is None:
         argnums = 0
     single = isinstance(argnums, int | np.integer) and not isinstance(argnums, bool)
-    nums = (int(argnums),) if single else tuple(argnums)
+    if single:
+        nums: tuple = (int(argnums),)
+    elif isinstance(argnums, tuple | list):
+        nums = tuple(argnums)
+    else:
+        nums = (argnums,)
     out = []
     for n in nums:
         if not isinstance(n, int | np.integer) or isinstance(n, bool):
-            raise CompileError(
-                f"{what}: argnums must be an int or a tuple of ints, got {argnums!r}"
+            raise CompileValueError(
+                f"{what}: argnums should be an integer or a sequence of integers, not {argnums!r}"
             )
         if not -nargs <= n < nargs:
-            raise CompileError(
+            raise CompileValueError(
                 f"{what}: argnums={n} is out of range for a function called with {nargs} "
                 "argument(s)"
             )
         out.append(int(n) % nargs)
-    if len(set(out)) != len(out):
-        raise CompileError(f"{what}: argnums {argnums!r} repeats an argument")
+    if not out:
+        raise CompileValueError(f"{what}: argnums is empty; name at least one argument")
     return tuple(out), single
 
 
@@ -186,13 +214,16 @@ def _trace_function(
                     f"{what}: result {i} of {_fn_name(fn)} is not an array ({err})"
                 ) from None
             if t.dtype != FLOAT:
-                if t.dtype.kind in "ib":
-                    t = cast_tracer(t, FLOAT)
-                else:
-                    raise DifferentiableCompileError(
-                        f"{what}: result {i} of {_fn_name(fn)} has dtype {t.dtype}; only "
-                        "real (float) results can be differentiated"
-                    )
+                # as Catalyst: an integer or bool result has no derivative
+                hint = (
+                    " (convert it with .astype(float) if a derivative of it is meant)"
+                    if t.dtype.kind in "ib"
+                    else ""
+                )
+                raise DifferentiableCompileError(
+                    f"{what}: result {i} of {_fn_name(fn)} has dtype {t.dtype}; cofactor only "
+                    f"supports differentiation on floating-point results{hint}"
+                )
             out_tracers.append(t)
         out_specs = [BufferSpec(t.shape, t.dtype) for t in out_tracers]
         out_args = [
@@ -253,7 +284,7 @@ class _Request:
     ) -> None:
         self.what = what
         self.name = _fn_name(fn)
-        self.method, self.h = _check_method(method, h, what)
+        self.method, self.h, self.scheme = _check_method(method, h, what)
         ctx = context.current()
         outer = context.differentiation_method(ctx)
         if self.method == "auto" and outer == "auto":
@@ -284,8 +315,10 @@ class _Request:
                 tracers.append(as_tracer(leaf))
             except CompileError as err:
                 raise CompileError(f"{what}: argument leaf {i}: {err}") from None
+        # the differentiated leaves in increasing order (gradient.vjp needs that); per_arg
+        # puts the derivatives back in the order of argnums
         self.diff: list[int] = []
-        for n in self.argnums:
+        for n in sorted(set(self.argnums)):
             for i in self.arg_ranges[n]:
                 if tracers[i].dtype != FLOAT:
                     raise DifferentiableCompileError(
@@ -454,11 +487,14 @@ class _Request:
         ]
 
     def _fd_blocks(self) -> tuple[list[Tracer], list[Tracer]]:
-        """Central differences: J[:, j] = (f(x + h e_j) - f(x - h e_j)) / 2h."""
+        """Forward differences J[:, j] = (f(x + h e_j) - f(x)) / h (Catalyst's method="fd"),
+        or central ones J[:, j] = (f(x + h e_j) - f(x - h e_j)) / 2h (method="central")."""
         ctx = context.current()
         base = _refs(self.inputs)
         outs = self._call(base)
         h = self.h
+        signs = (1.0, -1.0) if self.scheme == "central" else (1.0,)
+        base_flat = np.concatenate([v.elems.reshape(-1) for v in outs])
         blocks = []
         for i in self.diff:
             spec = self.in_spec(i)
@@ -466,7 +502,7 @@ class _Request:
             columns = []
             for pos in np.ndindex(*spec.shape):
                 flats = []
-                for sign in (1.0, -1.0):
+                for sign in signs:
                     shifted = x.copy()
                     shifted[pos] = x[pos] + sign * h
                     # a fresh buffer per call (no buffer is overwritten), so that an
@@ -478,7 +514,10 @@ class _Request:
                     refs[i] = buf
                     values = self._call(refs)
                     flats.append(np.concatenate([v.elems.reshape(-1) for v in values]))
-                columns.append((flats[0] - flats[1]) * (1.0 / (2.0 * h)))
+                if self.scheme == "central":
+                    columns.append((flats[0] - flats[1]) * (1.0 / (2.0 * h)))
+                else:
+                    columns.append((flats[0] - base_flat) * (1.0 / h))
             rows = sum(self.out_sizes)
             elems = np.empty((rows, *spec.shape), dtype=object)
             for k, pos in enumerate(np.ndindex(*spec.shape)):
@@ -490,10 +529,10 @@ class _Request:
     def per_arg(self, per_leaf: list[Any]) -> Any:
         """Values for the differentiated leaves -> the argument trees (a tuple unless
         argnums was a single int)."""
-        it = iter(per_leaf)
+        position = {leaf: k for k, leaf in enumerate(self.diff)}
         parts = []
         for n in self.argnums:
-            leaves = [next(it) for _ in self.arg_ranges[n]]
+            leaves = [per_leaf[position[i]] for i in self.arg_ranges[n]]
             parts.append(pytree.unflatten(self.arg_trees[n], leaves))
         return parts[0] if self.single_arg else tuple(parts)
 
@@ -633,129 +672,4 @@ def jacobian(
     return Jacobian(fn, method, h, argnums)
 
 
-def _params(params: Any) -> tuple:
-    return tuple(params) if isinstance(params, tuple | list) else (params,)
-
-
-def _argnums_all(argnums: Any, nargs: int) -> Any:
-    return tuple(range(nargs)) if argnums is None else argnums
-
-
-def _outside_qjit(name: str) -> None:
-    if not context.is_tracing():
-        raise CompileError(f"cofactor.{name} can only be used inside a @qjit function")
-
-
-def _shape_of(x: Any) -> tuple[int, ...]:
-    return x.shape if isinstance(x, Tracer) else tuple(np.shape(np.asarray(x, dtype=object)))
-
-
-def _split_cotangents(cotangents: Any, specs: list[BufferSpec]) -> list[Any]:
-    """The user's cotangents, one per result: a bare array for a single result, else a
-    list/tuple (possibly nested like the results)."""
-    if len(specs) == 1 and not (
-        isinstance(cotangents, tuple | list)
-        and len(cotangents) == 1
-        and _shape_of(cotangents) != specs[0].shape
-    ):
-        return [cotangents]
-    if not isinstance(cotangents, tuple | list):
-        return [cotangents]
-    cts: list[Any] = []
-    for c in cotangents:
-        cts += pytree.flatten(c, is_leaf=_is_leaf)[0]
-    return cts
-
-
-def vjp(
-    f: Callable,
-    params: Any,
-    cotangents: Any,
-    *,
-    method: Any = None,
-    h: Any = None,
-    argnums: Any = None,
-) -> tuple[Any, Any]:
-    """`(f(*params), vjps)`: the vector-Jacobian products of `f` at `params` with
-    `cotangents` (one per result of `f`, in order), one per differentiated argument
-    (argnums: default all)."""
-    _outside_qjit("vjp")
-    params = _params(params)
-    what = f"vjp({_fn_name(f)})"
-    req = _Request(f, params, _argnums_all(argnums, len(params)), method, h, what)
-    cts = _split_cotangents(cotangents, req.out_specs)
-    if len(cts) != len(req.out_specs):
-        raise CompileError(
-            f"{what}: got {len(cts)} cotangent(s) for {len(req.out_specs)} result(s) of {req.name}"
-        )
-    for k, (ct, spec) in enumerate(zip(cts, req.out_specs, strict=True)):
-        shape = _shape_of(ct)
-        if tuple(shape) != spec.shape:
-            raise CompileError(
-                f"{what}: cotangent {k} has shape {tuple(shape)}, but result {k} has shape "
-                f"{spec.shape}"
-            )
-    if req.method == "fd":
-        outs, blocks = req.jacobian_blocks()
-        flat_ct = np.concatenate([cast_tracer(as_tracer(c), FLOAT).elems.reshape(-1) for c in cts])
-        vjps = []
-        for blk, i in zip(blocks, req.diff, strict=True):
-            prod = np.tensordot(flat_ct, blk.elems, axes=1)
-            vjps.append(Tracer(np.asarray(prod, dtype=object).reshape(req.in_spec(i).shape), FLOAT))
-    else:
-        outs, vjps = req.enzyme_vjp(cts)
-    return req.outputs(outs), req.per_arg(vjps)
-
-
-def jvp(
-    f: Callable,
-    params: Any,
-    tangents: Any,
-    *,
-    method: Any = None,
-    h: Any = None,
-    argnums: Any = None,
-) -> tuple[Any, Any]:
-    """`(f(*params), jvps)`: the Jacobian-vector products of `f` at `params` with
-    `tangents` (one per differentiated argument; argnums: default all), one per result."""
-    _outside_qjit("jvp")
-    params = _params(params)
-    what = f"jvp({_fn_name(f)})"
-    req = _Request(f, params, _argnums_all(argnums, len(params)), method, h, what)
-    tans = _params(tangents)
-    if len(tans) != len(req.argnums):
-        raise CompileError(
-            f"{what}: got {len(tans)} tangent(s) for {len(req.argnums)} differentiated argument(s)"
-        )
-    flat_tans: list[Any] = []
-    for n, t in zip(req.argnums, tans, strict=True):
-        leaves, _ = pytree.flatten(t, is_leaf=_is_leaf)
-        if len(leaves) != len(req.arg_ranges[n]):
-            raise CompileError(f"{what}: the tangent of argument {n} does not match its structure")
-        flat_tans += leaves
-    outs, blocks = req.jacobian_blocks()
-    rows = sum(req.out_sizes)
-    total = np.empty((rows,), dtype=object)
-    first = True
-    for blk, i, t in zip(blocks, req.diff, flat_tans, strict=True):
-        tt = cast_tracer(as_tracer(t), FLOAT)
-        if tt.shape != req.in_spec(i).shape:
-            raise CompileError(
-                f"{what}: a tangent has shape {tt.shape}, but its argument has shape "
-                f"{req.in_spec(i).shape}"
-            )
-        n = int(np.prod(tt.shape, dtype=np.int64))
-        prod = np.dot(blk.elems.reshape(rows, n), tt.elems.reshape(n))
-        total = prod if first else total + prod
-        first = False
-    if first:  # nothing differentiated
-        total = np.array([const_scalar(0.0, FLOAT) for _ in range(rows)], dtype=object)
-    jvps, start = [], 0
-    for spec, n in zip(req.out_specs, req.out_sizes, strict=True):
-        part = np.asarray(total[start : start + n], dtype=object).reshape(spec.shape)
-        jvps.append(Tracer(part, FLOAT))
-        start += n
-    return req.outputs(outs), req.outputs(jvps)
-
-
-__all__ = ["grad", "jacobian", "jvp", "value_and_grad", "vjp"]
+__all__ = ["grad", "jacobian", "value_and_grad"]

@@ -1,9 +1,10 @@
 """Quantum operations with compiler semantics: `measure`, `adjoint`, `ctrl`.
 
 `measure` emits a `quantum.measure` op and returns a traced bool (usable in `cond`, in
-arithmetic, as a loop condition, or as a QNode result). `adjoint` and `ctrl` build
-PennyLane's own `Adjoint`/`Controlled` operators, which the QNode capture emits as gates with
-the `adjoint` flag / control wires (or decomposes).
+arithmetic, as a loop condition, or as a QNode result). `adjoint` and `ctrl` of an operator
+build PennyLane's own `Adjoint`/`Controlled` operators, which the QNode capture emits as gates
+with the `adjoint` flag / control wires (or decomposes); of a quantum function inside a QNode,
+they transform every operation it performs, inside its loops and conds too (`hybrid`).
 """
 
 from __future__ import annotations
@@ -11,9 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pennylane as qml
 from pennylane.ops.op_math.adjoint import create_adjoint_op
 from pennylane.ops.op_math.controlled import create_controlled_op
 
+from cofactor.api_extensions import hybrid
+from cofactor.errors import CompileTypeError
 from cofactor.tracing.qnode import measure as _measure
 from cofactor.tracing.tracer import Tracer
 
@@ -24,12 +28,44 @@ def measure(wires: Any, reset: bool = False, postselect: int | None = None) -> T
     Returns a traced bool. `reset=True` puts the wire back in |0>; `postselect` (0 or 1)
     forces that outcome. Only valid inside a QNode compiled with `qjit`.
     """
+    if hybrid.in_region():
+        # as Catalyst: an adjoint/ctrl region cannot contain a measurement
+        raise ValueError(hybrid.MEASUREMENT_MESSAGE)
+    # Catalyst's argument checks, with its exception type (TypeError)
+    listed = list(wires) if isinstance(wires, list | tuple | qml.wires.Wires) else [wires]
+    if len(listed) != 1:
+        raise CompileTypeError(
+            f"Only one element is supported for the 'wires' parameter, got {listed}: measure "
+            "one wire per call"
+        )
+    if postselect is not None and (
+        isinstance(postselect, Tracer) or isinstance(postselect, str) or postselect not in (0, 1)
+    ):
+        raise CompileTypeError(
+            f"postselect must be 0 or 1 (or None), got {postselect!r}: it selects the outcome "
+            "kept, and must be known at compile time"
+        )
     return _measure(wires, reset=reset, postselect=postselect)
 
 
+def _is_operator_class(fn: Any) -> bool:
+    return isinstance(fn, type) and issubclass(fn, qml.operation.Operator)
+
+
 def adjoint(fn: Any, lazy: bool = True) -> Any:
-    """The inverse of an operator, or of every operator a quantum function queues."""
-    return create_adjoint_op(fn, lazy)
+    """The inverse of an operator, or of every operation a quantum function performs.
+
+    Inside a QNode trace, the adjoint of a function containing `for_loop`, `while_loop` or
+    `cond` reverses the loops' iteration order and the order inside every body (Catalyst's
+    semantics; see `hybrid`). It returns None for a function, the `Adjoint` operator otherwise.
+    """
+    if isinstance(fn, qml.operation.Operator) or _is_operator_class(fn):
+        return create_adjoint_op(fn, lazy)
+    if not callable(fn):
+        raise ValueError(f"Expected a callable or a qml.Operator, not {fn!r}")
+    if not hybrid.in_qnode_trace():
+        return create_adjoint_op(fn, lazy)
+    return hybrid.TransformedCallable(fn, hybrid.Transform(adjoint=True))
 
 
 def ctrl(
@@ -39,11 +75,43 @@ def ctrl(
     work_wires: Any = None,
     work_wire_type: str = "borrowed",
 ) -> Callable | Any:
-    """An operator (or quantum function) controlled on `control` wires."""
-    return create_controlled_op(
-        op,
-        control,
-        control_values=control_values,
-        work_wires=work_wires,
+    """An operator (or quantum function) controlled on `control` wires.
+
+    Inside a QNode trace a controlled function keeps the control on the operations inside its
+    `cond`s and loops, and `control_values` may be traced (known only at run time).
+    """
+    if not hybrid.in_qnode_trace():
+        return create_controlled_op(
+            op,
+            control,
+            control_values=control_values,
+            work_wires=work_wires,
+            work_wire_type=work_wire_type,
+        )
+    wires, static, values = hybrid.split_control_values(control, control_values)
+    traced = any(hybrid.is_traced(v) for v in values)
+    if isinstance(op, qml.operation.Operator):
+        if traced:
+            qml.QueuingManager.remove(op)
+            for flip in hybrid.flip_ops(wires, values, 1.0):
+                qml.apply(flip)
+        result = create_controlled_op(
+            op, wires, control_values=static, work_wires=work_wires, work_wire_type=work_wire_type
+        )
+        if traced:
+            for flip in hybrid.flip_ops(wires, values, -1.0):
+                qml.apply(flip)
+        return result
+    if not callable(op):
+        raise ValueError(f"Expected a callable or a qml.Operator, not {op!r}")
+    if _is_operator_class(op) and not traced:
+        return create_controlled_op(
+            op, wires, control_values=static, work_wires=work_wires, work_wire_type=work_wire_type
+        )
+    transform = hybrid.Transform(
+        wires=tuple(wires),
+        values=tuple(static),
+        work_wires=tuple(qml.wires.Wires(work_wires)) if work_wires is not None else (),
         work_wire_type=work_wire_type,
     )
+    return hybrid.TransformedCallable(op, transform, (wires, values))

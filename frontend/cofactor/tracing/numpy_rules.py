@@ -29,7 +29,6 @@ from cofactor.tracing.tracer import (
     Scalar,
     Tracer,
     _LazyMemref,
-    load_elements,
     normalize_dtype,
 )
 
@@ -363,6 +362,16 @@ def _math(op):
     return lambda b, x: b.math(op, x)
 
 
+def _sqrt(b, x):
+    if context.differentiation_method() != "auto":
+        return b.math(math.SqrtOp, x)
+    # Enzyme's derivative of sqrt is 0 at x == 0 (it guards against 0 * inf); JAX's, and the
+    # limit, is +inf. Under Enzyme, x == 0 takes pow(x, 0.5), whose rule 0.5 * pow(x, -0.5)
+    # gives +inf there; every other x keeps the exact sqrt and its usual derivative.
+    at_zero = b.cmpf("oeq", x, b.const(0.0, f64))
+    return b.select(at_zero, b.powf(x, b.const(0.5, f64)), b.math(math.SqrtOp, x))
+
+
 def _logical(op):
     def rule(b, k, x, y):
         return b.binary(op, x, y)
@@ -431,7 +440,7 @@ UFUNC_RULES: dict[np.ufunc, Callable] = {
     np.conjugate: _conj,
     np.square: _square,
     np.reciprocal: _reciprocal,
-    np.sqrt: _float_only("sqrt", _math(math.SqrtOp)),
+    np.sqrt: _float_only("sqrt", _sqrt),
     np.exp: _float_only("exp", _math(math.ExpOp)),
     np.expm1: _float_only("expm1", _libm("expm1")),
     np.log: _float_only("log", _math(math.LogOp)),
@@ -1089,153 +1098,6 @@ def array_function(func: Callable, args: tuple, kwargs: dict) -> Any:
     return rule(*args, **kwargs)
 
 
-# ----------------------------------------------------------------------------------------
-# indexing
-# ----------------------------------------------------------------------------------------
-def _is_traced_index(k: Any) -> bool:
-    return isinstance(k, Tracer | Scalar)
-
-
-def getitem(t: Tracer, key: Any) -> Tracer:
-    """`t[key]`: static keys index the element array; traced integer keys load from memory."""
-    key = key if isinstance(key, tuple) else (key,)
-    key = tuple(_static_key(k) for k in key)
-    if not any(_is_traced_index(k) for k in key):
-        if _in_memory(t):  # load only the selected elements
-            ids = np.asarray(np.arange(t.size).reshape(t.shape)[key])
-            elems = load_elements(t._memref, t.shape, t.dtype, ids)
-            return Tracer(elems, t.dtype)
-        return _wrap(t.elems[key])
-    # Expand Ellipsis so every entry lines up with an axis, then apply entries one by one.
-    n_axes_used = sum(1 for k in key if k is not None and k is not Ellipsis)
-    ellipsis = [i for i, k in enumerate(key) if k is Ellipsis]
-    if ellipsis:
-        i = ellipsis[0]
-        key = key[:i] + (slice(None),) * (t.ndim - n_axes_used) + key[i + 1 :]
-    elems = t.elems
-    axis = 0
-    for k in key:
-        if k is None:
-            elems = np.expand_dims(elems, axis)
-            axis += 1
-        elif _is_traced_index(k):
-            elems = _dynamic_take(elems, as_tracer(k), axis, t.dtype)
-        else:
-            elems = elems[(slice(None),) * axis + (k,)]
-            if isinstance(k, slice):
-                axis += 1
-    return Tracer(_objarr(elems), t.dtype) if isinstance(elems, np.ndarray) else as_tracer(elems)
-
-
-def _static_key(k: Any) -> Any:
-    if isinstance(k, Tracer) and k.ndim == 0 and k.elems[()].const is not None:
-        return k.elems[()].const
-    if isinstance(k, Tracer) and k.ndim > 0:
-        raise CompileError("indexing with a traced array is not supported (only traced integers)")
-    return k
-
-
-def _dynamic_take(elems: np.ndarray, index: Tracer, axis: int, dtype: np.dtype) -> np.ndarray:
-    """elems.take(index, axis) for a traced integer index: store, then load."""
-    if index.dtype not in (INT, BOOL):
-        raise CompileError("array indices must be integers")
-    b = _b()
-    n = elems.shape[axis]
-    i = cast_scalar(index.elems[()], INT)
-    # negative indices count from the end, as in numpy
-    neg = scalar_ufunc(np.less, i, 0)
-    i = _select(neg, scalar_ufunc(np.add, i, n), i)
-    from cofactor.ir.builder import memref_type
-
-    moved = np.moveaxis(elems, axis, 0)
-    buf = context.current().hoisted_alloc(memref_type(moved.shape, dtype), heap=False)
-    idx_cache: dict[int, Any] = {}
-
-    def idx(v: int):
-        if v not in idx_cache:
-            idx_cache[v] = b.index(v)
-        return idx_cache[v]
-
-    for pos in np.ndindex(*moved.shape):
-        s = as_scalar(moved[pos], dtype)
-        ids = [idx(p) for p in pos]
-        if dtype == COMPLEX:
-            b.store(s.value[0], buf, [*ids, idx(0)])
-            b.store(s.value[1], buf, [*ids, idx(1)])
-        else:
-            b.store(s.value, buf, ids)
-    dyn = b.to_index(i.value)
-    out = np.empty(moved.shape[1:], dtype=object)
-    for pos in np.ndindex(*moved.shape[1:]):
-        ids = [dyn, *[idx(p) for p in pos]]
-        if dtype == COMPLEX:
-            out[pos] = Scalar((b.load(buf, [*ids, idx(0)]), b.load(buf, [*ids, idx(1)])), dtype)
-        else:
-            out[pos] = Scalar(b.load(buf, ids), dtype)
-    return out
-
-
-def setitem(t: Tracer, key: Any, value: Any) -> None:
-    """`t[key] = value` (numpy's in-place semantics on the element array). Static keys assign
-    elements; integer keys with traced entries select, per element, the new or old value."""
-    key_t = tuple(_static_key(k) for k in (key if isinstance(key, tuple) else (key,)))
-    if any(_is_traced_index(k) for k in key_t):
-        _traced_setitem(t, key_t, value)
-        return
-    v = as_tracer(value)
-    dtype = t.dtype
-    elems = t.elems.copy()
-    src = cast_tracer(v, dtype).elems
-    target = elems[key]
-    if isinstance(target, np.ndarray):
-        elems[key] = np.broadcast_to(src, target.shape)
-    else:
-        elems[key] = src.reshape(())[()]
-    t._elems = elems
-    t._memref = None
-
-
-def _traced_setitem(t: Tracer, key: tuple, value: Any) -> None:
-    if len(key) > t.ndim or not all(
-        _is_traced_index(k) or isinstance(k, int | np.integer) for k in key
-    ):
-        raise CompileError(
-            "assignment with a traced index supports integer indices only (x[i] = v, "
-            "x[i, j] = v), not slices or arrays"
-        )
-    index = [cast_scalar(as_scalar(k), INT) if _is_traced_index(k) else int(k) for k in key]
-    n = len(index)
-    for axis, k in enumerate(index):  # negative indices count from the end
-        if isinstance(k, Scalar):
-            index[axis] = _select(
-                scalar_ufunc(np.less, k, 0), scalar_ufunc(np.add, k, t.shape[axis]), k
-            )
-        elif k < 0:
-            index[axis] = k + t.shape[axis]
-    v = cast_tracer(as_tracer(value), t.dtype)
-    src = np.broadcast_to(v.elems, t.shape[n:])
-    elems = t.elems.copy()
-    for pos in np.ndindex(*t.shape[:n]):
-        hit: Any = True
-        for p, k in zip(pos, index, strict=True):
-            same = scalar_ufunc(np.equal, k, p) if isinstance(k, Scalar) else k == p
-            hit = (
-                same
-                if hit is True
-                else (hit if same is True else scalar_ufunc(np.logical_and, hit, same))
-            )
-            if hit is False:
-                break
-        if hit is False:
-            continue
-        for rest in np.ndindex(*t.shape[n:]):
-            elems[pos + rest] = (
-                src[rest] if hit is True else _select(hit, src[rest], elems[pos + rest])
-            )
-    t._elems = elems
-    t._memref = None
-
-
 __all__ = [
     "FUNCTION_RULES",
     "UFUNC_RULES",
@@ -1243,7 +1105,5 @@ __all__ = [
     "array_ufunc",
     "as_tracer",
     "cast_tracer",
-    "getitem",
-    "setitem",
     "_LazyMemref",
 ]

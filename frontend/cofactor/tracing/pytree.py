@@ -27,11 +27,28 @@ def _flatten(obj: Any, leaves: list[Any], is_leaf) -> Any:
         return ("list", tuple(_flatten(v, leaves, is_leaf) for v in obj))
     if isinstance(obj, dict):
         keys = tuple(obj.keys())
+        _check_static_keys(keys)
         return ("dict", keys, tuple(_flatten(obj[k], leaves, is_leaf) for k in keys))
     if obj is None:
         return ("none",)
     leaves.append(obj)
     return LEAF
+
+
+def _check_static_keys(keys: tuple) -> None:
+    # Traced values hash by identity (PennyLane's traced wires need that), so a dict keyed
+    # by one is built without complaint; but the keys are part of the tree, fixed at compile
+    # time, and a traced key would escape into the result as a tracer (as JAX, refuse it).
+    from cofactor.tracing.tracer import Scalar, Tracer
+
+    for k in keys:
+        if isinstance(k, Tracer | Scalar):
+            raise TypeError(
+                f"unhashable type: a traced value ({k!r}) used as a dict key. Dict keys are "
+                "part of the structure of a compiled function's values, fixed when it is "
+                "compiled, but this key is only known when the program runs. Use Python "
+                "values (str, int) as keys, or return the traced value as a dict value."
+            )
 
 
 def unflatten(tree: Any, leaves: list[Any]) -> Any:

@@ -121,6 +121,10 @@ class QuantumScope:
         queue.clear()
         ops = [o for o in items if isinstance(o, qml.operation.Operator)]
         measurements = [m for m in items if isinstance(m, MeasurementProcess)]
+        # (semantics) TemporaryAND with traced control values: run-time flips around it
+        from cofactor.api_extensions.hybrid import expand_traced_control_values
+
+        ops = expand_traced_control_values(ops)
         for op in _decompose(ops):
             self.emit_operation(op)
         return measurements
@@ -180,6 +184,13 @@ class QuantumScope:
             return b.res(
                 generic_op("quantum.obs_named", [self.wire(obs.wires[0])], [obs_type], attrs)
             )
+        if obs.name == "Identity":
+            # Identity on any number of wires (and the wireless `I()` that operator
+            # arithmetic makes of `Z(0) @ Z(0)` or of an Identity term) has eigenvalue 1:
+            # the runtime's one-wire Identity on any wire of the device measures the same.
+            wire = self.wire(obs.wires[0]) if len(obs.wires) else self._some_wire(obs)
+            attrs = quantum_attrs(kind="Identity")
+            return b.res(generic_op("quantum.obs_named", [wire], [obs_type], attrs))
         if obs.name == "Hermitian":
             if _depends_on_arguments(obs.parameters[0]):
                 self.traced_constants.append(f"the matrix of the Hermitian observable {obs}")
@@ -187,7 +198,13 @@ class QuantumScope:
             wires = [self.wire(w) for w in obs.wires]
             return b.res(generic_op("quantum.obs_hermitian", [matrix, *wires], [obs_type]))
         if isinstance(obs, qml.ops.Prod) and _disjoint(obs.operands):
-            factors = [self.emit_observable(o) for o in obs.operands]
+            # a wireless I() factor changes nothing (and would take a wire another has)
+            operands = [o for o in obs.operands if o.name != "Identity" or len(o.wires)]
+            if len(operands) == 1:
+                return self.emit_observable(operands[0])
+            if not operands:
+                return self.emit_observable(qml.Identity())
+            factors = [self.emit_observable(o) for o in operands]
             return b.res(generic_op("quantum.obs_tensor", factors, [obs_type]))
         if isinstance(obs, qml.ops.Sum | qml.ops.SProd | qml.ops.LinearCombination | qml.ops.Prod):
             coeffs, terms = obs.terms()
@@ -271,6 +288,16 @@ class QuantumScope:
             return np.prod(signs, axis=1)
 
         return eigenvalues
+
+    def _some_wire(self, obs: qml.operation.Operator) -> SSAValue:
+        """Wire index 0, for an observable that acts as the identity on every wire."""
+        if self.num_qubits == 0:
+            raise CompileError(
+                f"cannot measure {obs} on a device without wires (PennyLane does not allow "
+                "expectation values of qml.Identity() without wires either)"
+            )
+        self.max_wire = max(self.max_wire, 0)
+        return context.current().builder.const(0, i64)
 
     def total_qubits(self) -> int:
         if self.num_qubits is None:
@@ -487,9 +514,9 @@ def _emit_qnode_function(
             c.cell_contents = v
         b.pop()
         ctx.quantum = None
+    # A device with no wires has a state of one amplitude: acquire exactly that many qubits
+    # (the buffers of state() and probs() are sized from this number).
     n = num_qubits if num_qubits is not None else scope.max_wire + 1
-    if n <= 0:
-        n = 1
     # qjit(seed=s): every circuit function of the program gets its own fixed seed, so that
     # two circuits are not correlated while every call of the program repeats its results
     seed = -1 if ctx.seed is None else (int(ctx.seed) + 7919 * ctx.qnode_count) % 2**62
@@ -662,6 +689,32 @@ def capture_qnode_calls() -> Iterator[None]:
         qml.math.is_abstract = original_is_abstract
 
 
+class PostselectError(CompileError, TypeError, ValueError):
+    """A bad `postselect` value: a program cofactor refuses. Catalyst raises TypeError
+    ("postselect must be '0' or '1', got ...") and a bad value is a ValueError in Python's
+    terms: this is all three, so code written against any of them catches it."""
+
+
+def _postselect_value(postselect: Any) -> int | None:
+    """None, or the outcome 0/1 (True/False, 0.0/1.0 and numpy integers count, as in Catalyst's
+    `postselect not in [0, 1]` test)."""
+    if postselect is None:
+        return None
+    if isinstance(postselect, Tracer | Scalar):
+        raise PostselectError(
+            "postselect must be '0' or '1', got a traced value; postselection needs the "
+            "outcome when the program is compiled"
+        )
+    try:
+        ok = any(postselect == v for v in (0, 1)) and not isinstance(postselect, str)
+        ok = bool(ok)
+    except Exception:
+        ok = False
+    if not ok:
+        raise PostselectError(f"postselect must be '0' or '1', got {postselect!r}")
+    return int(postselect)
+
+
 def measure(wires: Any, reset: bool = False, postselect: int | None = None) -> Tracer:
     """Mid-circuit measurement of one wire; returns a traced bool (Catalyst's `measure`)."""
     ctx = context.current() if context.is_tracing() else None
@@ -672,8 +725,7 @@ def measure(wires: Any, reset: bool = False, postselect: int | None = None) -> T
         if len(wires) != 1:
             raise CompileError("Only one element is supported for the 'wires' parameter")
         wires = wires[0]
-    if postselect not in (None, 0, 1):
-        raise CompileError("postselect must be 0, 1 or None")
+    postselect = _postselect_value(postselect)
     scope.flush()
     scope.has_mcm = True
     b = ctx.builder

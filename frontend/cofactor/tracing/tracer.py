@@ -341,12 +341,12 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
 
     # -- indexing ----------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Tracer:
-        from cofactor.tracing.numpy_rules import getitem
+        from cofactor.tracing.indexing import getitem
 
         return getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        from cofactor.tracing.numpy_rules import setitem
+        from cofactor.tracing.indexing import setitem
 
         setitem(self, key, value)
 

@@ -46,6 +46,42 @@ static bool mismatches(int64_t dim, int64_t expected) {
   return !ShapedType::isDynamic(dim) && dim != expected;
 }
 
+/// The number of qubits the device of `op`'s function is acquired with, when the
+/// function acquires exactly one device (the frontend's circuit functions); else -1.
+static int64_t acquiredQubits(Operation *op) {
+  Operation *fn = nullptr;
+  for (Operation *p = op->getParentOp(); p; p = p->getParentOp())
+    if (p->hasTrait<OpTrait::IsIsolatedFromAbove>()) {
+      fn = p;
+      break;
+    }
+  if (!fn)
+    return -1;
+  int64_t qubits = -1, found = 0;
+  fn->walk([&](DeviceAcquireOp acquire) {
+    ++found;
+    qubits = acquire.getNumQubitsAttr().getInt();
+  });
+  return found == 1 ? qubits : -1;
+}
+
+/// A measurement of all wires writes a buffer sized by the acquired device: its static
+/// size must match, or the runtime would write past it (a 0-wire device once was acquired
+/// with one qubit while its state buffer had one amplitude).
+static LogicalResult verifyAllWiresSize(Operation *op, int64_t dim,
+                                        bool exponent, StringRef what) {
+  int64_t n = acquiredQubits(op);
+  if (n < 0)
+    return success();
+  int64_t expected = exponent ? powerOfTwo(n) : n;
+  if (mismatches(dim, expected))
+    return op->emitOpError()
+           << what << " of all wires of a device with " << n
+           << " qubit(s) needs " << expected << " entries, the buffer has "
+           << dim;
+  return success();
+}
+
 /// Checks that every value in `values` is an i64 (a wire index).
 static LogicalResult verifyWires(Operation *op, ValueRange values,
                                  StringRef what) {
@@ -251,6 +287,8 @@ LogicalResult ProbsOp::verify() {
       mismatches(type->getDimSize(0), powerOfTwo(getWires().size())))
     return emitOpError() << "out must have 2^" << getWires().size()
                          << " entries, got " << *type;
+  if (getWires().empty())
+    return verifyAllWiresSize(*this, type->getDimSize(0), true, "probs");
   return success();
 }
 
@@ -262,7 +300,7 @@ LogicalResult StateOp::verify() {
     return failure();
   if (mismatches(type->getDimSize(1), 2))
     return emitOpError() << "out must be 2^nx2 (re, im pairs), got " << *type;
-  return success();
+  return verifyAllWiresSize(*this, type->getDimSize(0), true, "state");
 }
 
 LogicalResult SampleOp::verify() {
@@ -276,6 +314,8 @@ LogicalResult SampleOp::verify() {
       mismatches(type->getDimSize(1), getWires().size()))
     return emitOpError() << "out must have one column per wire ("
                          << getWires().size() << "), got " << *type;
+  if (getWires().empty())
+    return verifyAllWiresSize(*this, type->getDimSize(1), false, "sample");
   return success();
 }
 
@@ -290,6 +330,8 @@ LogicalResult CountsOp::verify() {
       mismatches(type->getDimSize(0), powerOfTwo(getWires().size())))
     return emitOpError() << "out must have 2^" << getWires().size()
                          << " entries, got " << *type;
+  if (getWires().empty())
+    return verifyAllWiresSize(*this, type->getDimSize(0), true, "counts");
   return success();
 }
 

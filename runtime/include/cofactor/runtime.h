@@ -44,6 +44,7 @@ enum cf_status {
     CF_ERR_INTERNAL = 6,
     CF_ERR_INDEX = 7,       /* compiled code indexed an array out of bounds (Python: IndexError) */
     CF_ERR_INTERRUPTED = 8, /* SIGINT arrived while compiled code ran (KeyboardInterrupt) */
+    CF_ERR_NOT_FINITE = 9,  /* sampling a state with NaN/inf amplitudes, a NaN matrix (ValueError) */
 };
 int64_t cf_rt_error_code(void);
 const char *cf_rt_error_message(void);
@@ -51,6 +52,10 @@ void cf_rt_clear_error(void);
 /* Records an error in the slot (kept only if none is pending), for the parts of the
  * runtime outside the simulator (tapes, callbacks) and for callers. */
 void cf_rt_report_error(int64_t code, const char *message);
+/* Compiled code indexed axis `axis` (of size `size`) with `index` out of range: records
+ * CF_ERR_INDEX with numpy's message "index I is out of bounds for axis A with size N" (kept
+ * only if no error is pending, so the first bad index of a loop is the one reported). */
+void cf_rt_index_error(int64_t index, int64_t axis, int64_t size);
 
 /* ---- device lifecycle --------------------------------------------------------------- */
 /* shots == 0: analytic. seed < 0: seed from the system's entropy. Returns a status. */

@@ -1,0 +1,177 @@
+"""`vjp` and `jvp` (Catalyst's signatures and argument checks) on top of the differentiation
+requests of `differentiation`: a vjp is one `gradient.vjp` with the user's cotangents (or a
+finite-difference Jacobian contracted with them), a jvp contracts the Jacobian with the
+tangents. Invalid arguments raise Catalyst's exception types (docs/gradients.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from cofactor.api_extensions.differentiation import _fn_name, _is_leaf, _Request
+from cofactor.errors import CompileError, CompileTypeError, CompileValueError
+from cofactor.launcher import BufferSpec
+from cofactor.tracing import context, pytree
+from cofactor.tracing.numpy_rules import as_tracer, cast_tracer, const_scalar
+from cofactor.tracing.tracer import FLOAT, Tracer
+
+
+def _params(params: Any) -> tuple:
+    return tuple(params) if isinstance(params, tuple | list) else (params,)
+
+
+def _argnums_all(argnums: Any, nargs: int) -> Any:
+    return tuple(range(nargs)) if argnums is None else argnums
+
+
+def _outside_qjit(name: str) -> None:
+    if not context.is_tracing():
+        raise CompileError(f"cofactor.{name} can only be used inside a @qjit function")
+
+
+def _is_numeric(x: Any) -> bool:
+    try:
+        as_tracer(x)
+    except (CompileError, TypeError, ValueError):
+        return False
+    return True
+
+
+def _shape_of(x: Any) -> tuple[int, ...]:
+    return x.shape if isinstance(x, Tracer) else tuple(np.shape(np.asarray(x, dtype=object)))
+
+
+def _split_cotangents(cotangents: Any, specs: list[BufferSpec]) -> list[Any]:
+    """The user's cotangents, one per result: a bare array (or nested list of numbers of the
+    result's shape) for a single result, else a list/tuple whose leaves are the cotangents,
+    as Catalyst flattens them."""
+    if not isinstance(cotangents, tuple | list):
+        return [cotangents]
+    if len(specs) == 1 and _is_leaf(cotangents) and _shape_of(cotangents) == specs[0].shape:
+        return [cotangents]
+    cts: list[Any] = []
+    for c in cotangents:
+        cts += pytree.flatten(c, is_leaf=_is_leaf)[0]
+    return cts
+
+
+def vjp(
+    f: Callable,
+    params: Any,
+    cotangents: Any,
+    *,
+    method: Any = None,
+    h: Any = None,
+    argnums: Any = None,
+) -> tuple[Any, Any]:
+    """`(f(*params), vjps)`: the vector-Jacobian products of `f` at `params` with
+    `cotangents` (one per result of `f`, in order), one per differentiated argument
+    (argnums: default all)."""
+    _outside_qjit("vjp")
+    params = _params(params)
+    what = f"vjp({_fn_name(f)})"
+    req = _Request(f, params, _argnums_all(argnums, len(params)), method, h, what)
+    cts = _split_cotangents(cotangents, req.out_specs)
+    if len(cts) != len(req.out_specs):
+        # Catalyst: TypeError "number of cotangent and number of function output parameters..."
+        raise CompileTypeError(
+            f"{what}: the number of cotangents and of results do not match: got {len(cts)} "
+            f"cotangent(s) for {len(req.out_specs)} result(s) of {req.name}; pass one "
+            "cotangent per result"
+        )
+    for k, (ct, spec) in enumerate(zip(cts, req.out_specs, strict=True)):
+        shape = _shape_of(ct)
+        if tuple(shape) != spec.shape:
+            raise CompileValueError(
+                f"{what}: cotangent {k} has shape {tuple(shape)}, but result {k} has shape "
+                f"{spec.shape}"
+            )
+        dtype = as_tracer(ct).dtype if _is_numeric(ct) else type(ct).__name__
+        if not isinstance(dtype, np.dtype) or dtype.kind != "f":
+            raise CompileTypeError(
+                f"{what}: cotangent {k} has dtype {dtype}, but result {k} has dtype "
+                f"{spec.dtype}; cotangents must have the same dtype "
+                "(pass 1.0 rather than 1)"
+            )
+    if req.method == "fd":
+        outs, blocks = req.jacobian_blocks()
+        flat_ct = np.concatenate([cast_tracer(as_tracer(c), FLOAT).elems.reshape(-1) for c in cts])
+        vjps = []
+        for blk, i in zip(blocks, req.diff, strict=True):
+            prod = np.tensordot(flat_ct, blk.elems, axes=1)
+            vjps.append(Tracer(np.asarray(prod, dtype=object).reshape(req.in_spec(i).shape), FLOAT))
+    else:
+        outs, vjps = req.enzyme_vjp(cts)
+    return req.outputs(outs), req.per_arg(vjps)
+
+
+def jvp(
+    f: Callable,
+    params: Any,
+    tangents: Any,
+    *,
+    method: Any = None,
+    h: Any = None,
+    argnums: Any = None,
+) -> tuple[Any, Any]:
+    """`(f(*params), jvps)`: the Jacobian-vector products of `f` at `params` with
+    `tangents` (one per differentiated argument; argnums: default all), one per result."""
+    _outside_qjit("jvp")
+    params = _params(params)
+    what = f"jvp({_fn_name(f)})"
+    req = _Request(f, params, _argnums_all(argnums, len(params)), method, h, what)
+    tans = _params(tangents)
+    if len(tans) != len(req.argnums):
+        # Catalyst: TypeError "number of tangents and number of differentiable parameters..."
+        raise CompileTypeError(
+            f"{what}: the number of tangents and of differentiated parameters do not match: "
+            f"got {len(tans)} tangent(s) for {len(req.argnums)} differentiated argument(s) "
+            f"(argnums={req.argnums}); pass one tangent per differentiated argument"
+        )
+    pairs: list[tuple[int, Tracer]] = []  # (input leaf, its tangent)
+    for n, t in zip(req.argnums, tans, strict=True):
+        leaves, _ = pytree.flatten(t, is_leaf=_is_leaf)
+        if len(leaves) != len(req.arg_ranges[n]):
+            raise CompileTypeError(
+                f"{what}: the tangent of argument {n} has {len(leaves)} array(s), but the "
+                f"argument has {len(req.arg_ranges[n])}; give it the argument's structure"
+            )
+        for i, leaf in zip(req.arg_ranges[n], leaves, strict=True):
+            tt = as_tracer(leaf)
+            if tt.dtype != FLOAT:
+                raise CompileTypeError(
+                    f"{what}: a tangent of argument {n} has dtype {tt.dtype}, but the argument "
+                    f"has dtype {req.in_spec(i).dtype}; tangents must have the same dtype "
+                    "(pass 1.0 rather than 1)"
+                )
+            if tt.shape != req.in_spec(i).shape:
+                raise CompileValueError(
+                    f"{what}: a tangent of argument {n} has shape {tt.shape}, but the argument "
+                    f"has shape {req.in_spec(i).shape}"
+                )
+            pairs.append((i, tt))
+    outs, blocks = req.jacobian_blocks()
+    position = {leaf: k for k, leaf in enumerate(req.diff)}
+    rows = sum(req.out_sizes)
+    total = np.empty((rows,), dtype=object)
+    first = True
+    for i, tt in pairs:
+        blk = blocks[position[i]]
+        n = int(np.prod(tt.shape, dtype=np.int64))
+        prod = np.dot(blk.elems.reshape(rows, n), tt.elems.reshape(n))
+        total = prod if first else total + prod
+        first = False
+    if first:  # nothing differentiated
+        total = np.array([const_scalar(0.0, FLOAT) for _ in range(rows)], dtype=object)
+    jvps, start = [], 0
+    for spec, n in zip(req.out_specs, req.out_sizes, strict=True):
+        part = np.asarray(total[start : start + n], dtype=object).reshape(spec.shape)
+        jvps.append(Tracer(part, FLOAT))
+        start += n
+    return req.outputs(outs), req.outputs(jvps)
+
+
+__all__ = ["jvp", "vjp"]

@@ -1,0 +1,290 @@
+"""Indexing traced arrays: `t[key]` and `t[key] = value`.
+
+Static keys (Python ints, slices, None, Ellipsis, constant tracers) index the object array
+of `Scalar`s at trace time, so numpy itself checks them and raises its own IndexError.
+
+Traced integer keys are only known when the compiled program runs. Each one is normalised
+as numpy does (a negative index counts from the end) and checked against the axis size at
+run time: an index out of range calls the runtime's `cf_rt_index_error(index, axis, size)`,
+which records numpy's message ("index 3 is out of bounds for axis 0 with size 3") as
+CF_ERR_INDEX in the error slot, and the launcher raises it as IndexError when the call
+returns (`TraceContext.runtime_checks`). The slot keeps the first error, so a loop that
+goes out of range reports its first bad index. After reporting, the code goes on with index
+0, so no load or store ever leaves the array; the results of that call are discarded.
+The report function is a `cf_rt_*` function, which the gradient passes declare inactive to
+Enzyme, so differentiating code with traced indices works.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import ArrayAttr, StringAttr, i1, i64
+from xdsl.ir import Block, Region
+
+from cofactor.errors import CompileError
+from cofactor.ir.builder import memref_type
+from cofactor.tracing import context
+from cofactor.tracing.numpy_rules import (
+    _in_memory,
+    _objarr,
+    _select,
+    _wrap,
+    as_scalar,
+    as_tracer,
+    cast_scalar,
+    cast_tracer,
+    scalar_ufunc,
+)
+from cofactor.tracing.tracer import BOOL, COMPLEX, INT, Scalar, Tracer, load_elements
+
+#: the runtime function compiled code calls on an out-of-range traced index
+INDEX_ERROR_FN = "cf_rt_index_error"
+
+
+def _is_traced_index(k: Any) -> bool:
+    return isinstance(k, Tracer | Scalar)
+
+
+def _static_key(k: Any) -> Any:
+    if isinstance(k, Tracer) and k.ndim == 0 and k.elems[()].const is not None:
+        return k.elems[()].const
+    if isinstance(k, Tracer) and k.ndim > 0:
+        raise CompileError("indexing with a traced array is not supported (only traced integers)")
+    return k
+
+
+def checked_index(index: Any, size: int, axis: int) -> Scalar:
+    """The traced integer `index` into an axis of `size` elements, normalised as numpy does
+    (negative counts from the end) and checked at run time; an index out of range reports
+    IndexError through the runtime and is replaced by 0 so that memory stays in bounds."""
+    i = cast_scalar(as_scalar(index), INT)
+    if i.const is not None:  # folded constants: numpy's error now, at trace time
+        j = int(i.const)
+        if not -size <= j < size:
+            raise IndexError(f"index {j} is out of bounds for axis {axis} with size {size}")
+        return as_scalar(j % size, INT)
+    if size == 0:  # every index is out of range: there is nothing to load
+        raise IndexError(f"index (traced) is out of bounds for axis {axis} with size 0")
+    ctx = context.current()
+    b = ctx.builder
+    j = _select(scalar_ufunc(np.less, i, 0), scalar_ufunc(np.add, i, size), i)
+    # one unsigned comparison covers both j < 0 and j >= size
+    ok = b.cmpi("ult", j.value, b.const(size, i64))
+    bad = b.binary(arith.XOrIOp, ok, b.const(True, i1))
+    then_block = Block()
+    b.push(then_block)
+    try:
+        b.call(_index_error_fn(ctx), [i.value, b.const(axis, i64), b.const(size, i64)])
+        b.insert(scf.YieldOp())
+    finally:
+        b.pop()
+    else_block = Block()
+    else_block.add_op(scf.YieldOp())
+    b.insert(scf.IfOp(bad, [], Region(then_block), Region(else_block)))
+    ctx.runtime_checks = True
+    return Scalar(b.select(ok, j.value, b.const(0, i64)), INT)
+
+
+def _index_error_fn(ctx: context.TraceContext) -> str:
+    """Declares `cf_rt_index_error(i64 index, i64 axis, i64 size)` once per module."""
+    key = ("runtime", INDEX_ERROR_FN)
+    if key not in ctx.functions:
+        decl = func.FuncOp.external(INDEX_ERROR_FN, [i64, i64, i64], [])
+        decl.sym_visibility = StringAttr("private")
+        # Enzyme, differentiating code that contains the check, must know that the call
+        # frees nothing ("No create nofree of empty function"); the gradient passes already
+        # declare every cf_rt_* function inactive
+        decl.attributes["passthrough"] = ArrayAttr([StringAttr("nofree")])
+        ctx.builder.module_ops.append(decl)
+        ctx.functions[key] = INDEX_ERROR_FN
+    return INDEX_ERROR_FN
+
+
+# ----------------------------------------------------------------------------------------
+# reads
+# ----------------------------------------------------------------------------------------
+def getitem(t: Tracer, key: Any) -> Tracer:
+    """`t[key]`: static keys index the element array; traced integer keys load from memory."""
+    key = key if isinstance(key, tuple) else (key,)
+    key = tuple(_static_key(k) for k in key)
+    if not any(_is_traced_index(k) for k in key):
+        if _in_memory(t):  # load only the selected elements
+            ids = np.asarray(np.arange(t.size).reshape(t.shape)[key])
+            elems = load_elements(t._memref, t.shape, t.dtype, ids)
+            return Tracer(elems, t.dtype)
+        return _wrap(t.elems[key])
+    if _in_memory(t) and _integer_prefix(t, key):
+        return _load_from_memory(t, key)
+    # Expand Ellipsis so every entry lines up with an axis, then apply entries one by one.
+    n_axes_used = sum(1 for k in key if k is not None and k is not Ellipsis)
+    ellipsis = [i for i, k in enumerate(key) if k is Ellipsis]
+    if ellipsis:
+        i = ellipsis[0]
+        key = key[:i] + (slice(None),) * (t.ndim - n_axes_used) + key[i + 1 :]
+    if n_axes_used > t.ndim:
+        raise IndexError(
+            f"too many indices for array: array is {t.ndim}-dimensional, but {n_axes_used} "
+            "were indexed"
+        )
+    elems = t.elems
+    axis = 0  # the axis of `elems` the next entry applies to
+    source_axis = 0  # the same axis counted in `t` (for error messages, as numpy does)
+    for k in key:
+        if k is None:
+            elems = np.expand_dims(elems, axis)
+            axis += 1
+            continue
+        if _is_traced_index(k):
+            elems = _dynamic_take(elems, as_tracer(k), axis, source_axis, t.dtype)
+        else:
+            elems = elems[(slice(None),) * axis + (k,)]
+            if isinstance(k, slice):
+                axis += 1
+        source_axis += 1
+    return Tracer(_objarr(elems), t.dtype) if isinstance(elems, np.ndarray) else as_tracer(elems)
+
+
+def _integer_prefix(t: Tracer, key: tuple) -> bool:
+    """Whether `key` is only integers (static or traced), at most one per axis."""
+    return len(key) <= t.ndim and all(
+        (_is_traced_index(k) and as_tracer(k).dtype in (INT, BOOL))
+        or (isinstance(k, int | np.integer) and not isinstance(k, bool))
+        for k in key
+    )
+
+
+def _load_from_memory(t: Tracer, key: tuple) -> Tracer:
+    """`t[i, j, ...]` (integers only) of an array in a memref: checked indices, then loads
+    of just the selected elements (no copy of the array)."""
+    b = context.current().builder
+    ids = []
+    for axis, k in enumerate(key):
+        if _is_traced_index(k):
+            ids.append(b.to_index(checked_index(as_tracer(k).elems[()], t.shape[axis], axis).value))
+        else:
+            k = int(k)
+            if not -t.shape[axis] <= k < t.shape[axis]:
+                raise IndexError(
+                    f"index {k} is out of bounds for axis {axis} with size {t.shape[axis]}"
+                )
+            ids.append(b.index(k % t.shape[axis]))
+    rest = t.shape[len(key) :]
+    out = np.empty(rest, dtype=object)
+    for pos in np.ndindex(*rest):
+        full = [*ids, *[b.index(p) for p in pos]]
+        if t.dtype == COMPLEX:
+            re = b.load(t.memref, [*full, b.index(0)])
+            im = b.load(t.memref, [*full, b.index(1)])
+            out[pos] = Scalar((re, im), COMPLEX)
+        else:
+            out[pos] = Scalar(b.load(t.memref, full), t.dtype)
+    return Tracer(out, t.dtype)
+
+
+def _dynamic_take(
+    elems: np.ndarray, index: Tracer, axis: int, source_axis: int, dtype: np.dtype
+) -> np.ndarray:
+    """elems.take(index, axis) for a traced integer index: store, then load."""
+    if index.dtype not in (INT, BOOL):
+        raise CompileError("array indices must be integers")
+    if index.ndim != 0:
+        raise CompileError("indexing with a traced array is not supported (only traced integers)")
+    b = context.current().builder
+    n = elems.shape[axis]
+    i = checked_index(index.elems[()], n, source_axis)
+    moved = np.moveaxis(elems, axis, 0)
+    buf = context.current().hoisted_alloc(memref_type(moved.shape, dtype), heap=False)
+    idx_cache: dict[int, Any] = {}
+
+    def idx(v: int):
+        if v not in idx_cache:
+            idx_cache[v] = b.index(v)
+        return idx_cache[v]
+
+    for pos in np.ndindex(*moved.shape):
+        s = as_scalar(moved[pos], dtype)
+        ids = [idx(p) for p in pos]
+        if dtype == COMPLEX:
+            b.store(s.value[0], buf, [*ids, idx(0)])
+            b.store(s.value[1], buf, [*ids, idx(1)])
+        else:
+            b.store(s.value, buf, ids)
+    dyn = b.to_index(i.value)
+    out = np.empty(moved.shape[1:], dtype=object)
+    for pos in np.ndindex(*moved.shape[1:]):
+        ids = [dyn, *[idx(p) for p in pos]]
+        if dtype == COMPLEX:
+            out[pos] = Scalar((b.load(buf, [*ids, idx(0)]), b.load(buf, [*ids, idx(1)])), dtype)
+        else:
+            out[pos] = Scalar(b.load(buf, ids), dtype)
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# writes
+# ----------------------------------------------------------------------------------------
+def setitem(t: Tracer, key: Any, value: Any) -> None:
+    """`t[key] = value` (numpy's in-place semantics on the element array). Static keys assign
+    elements; integer keys with traced entries select, per element, the new or old value."""
+    key_t = tuple(_static_key(k) for k in (key if isinstance(key, tuple) else (key,)))
+    if any(_is_traced_index(k) for k in key_t):
+        _traced_setitem(t, key_t, value)
+        return
+    v = as_tracer(value)
+    dtype = t.dtype
+    elems = t.elems.copy()
+    src = cast_tracer(v, dtype).elems
+    target = elems[key]
+    if isinstance(target, np.ndarray):
+        elems[key] = np.broadcast_to(src, target.shape)
+    else:
+        elems[key] = src.reshape(())[()]
+    t._elems = elems
+    t._memref = None
+
+
+def _traced_setitem(t: Tracer, key: tuple, value: Any) -> None:
+    if len(key) > t.ndim or not all(
+        _is_traced_index(k) or isinstance(k, int | np.integer) for k in key
+    ):
+        raise CompileError(
+            "assignment with a traced index supports integer indices only (x[i] = v, "
+            "x[i, j] = v), not slices or arrays"
+        )
+    index: list[Any] = []
+    for axis, k in enumerate(key):
+        if _is_traced_index(k):
+            index.append(checked_index(k, t.shape[axis], axis))
+        else:
+            k = int(k)
+            if not -t.shape[axis] <= k < t.shape[axis]:
+                raise IndexError(
+                    f"index {k} is out of bounds for axis {axis} with size {t.shape[axis]}"
+                )
+            index.append(k % t.shape[axis])
+    n = len(index)
+    v = cast_tracer(as_tracer(value), t.dtype)
+    src = np.broadcast_to(v.elems, t.shape[n:])
+    elems = t.elems.copy()
+    for pos in np.ndindex(*t.shape[:n]):
+        hit: Any = True
+        for p, k in zip(pos, index, strict=True):
+            same = scalar_ufunc(np.equal, k, p) if isinstance(k, Scalar) else k == p
+            hit = (
+                same
+                if hit is True
+                else (hit if same is True else scalar_ufunc(np.logical_and, hit, same))
+            )
+            if hit is False:
+                break
+        if hit is False:
+            continue
+        for rest in np.ndindex(*t.shape[n:]):
+            elems[pos + rest] = (
+                src[rest] if hit is True else _select(hit, src[rest], elems[pos + rest])
+            )
+    t._elems = elems
+    t._memref = None
