@@ -44,12 +44,11 @@ GRAD_TOL = 1e-6
 
 # Known bugs (/work/wt/notes/fuzz-findings.md) that the main property test steps around
 # until they are fixed; each has an xfail(strict=True) regression test at the end.
-# F2: control flow inside adjoint/ctrl blocks.
-BLOCK_CONTROL_FLOW = False
-# F3: grad/jacobian with argnums not in increasing order, e.g. argnums=(1, 0).
-UNSORTED_ARGNUMS = False
-# F4: an Identity term in a Hamiltonian observable.
-IDENTITY_TERMS = False
+# F2 (control flow inside adjoint/ctrl blocks), F3 (argnums=(1, 0)) and F4 (Identity terms
+# in Hamiltonians) are fixed: kept switchable.
+BLOCK_CONTROL_FLOW = True
+UNSORTED_ARGNUMS = True
+IDENTITY_TERMS = True
 # F1: a QNode that calls one of these (a libm function) must not be traced outside a
 # gradient before it is differentiated in the same qjit function.
 LIBM_IN_QNODE = ("np.tanh", "np.arctan", "np.cosh")
@@ -148,8 +147,8 @@ def test_compiled_programs_match_pennylane(p: Program) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# Known bugs the fuzzer found (fuzz-findings.md), reduced. strict: a fix makes them XPASS,
-# which fails: then drop the mark and the matching workaround above.
+# Bugs the fuzzer found (fuzz-findings.md), reduced. Open ones are xfail(strict=True): a fix
+# makes them XPASS, which fails; then drop the mark and the matching workaround above.
 
 dev1 = qml.device("default.qubit", wires=1)
 
@@ -218,14 +217,11 @@ def _block_circuit(kind: str, wrap: str, compiled: bool) -> qml.QNode:
     return qml.QNode(circuit, dev2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="F2 (compatibility items 1, 2): adjoint and ctrl of a block with control flow "
-    "apply the block unchanged (not inverted / not controlled)",
-)
 @pytest.mark.parametrize("wrap", ["adjoint", "ctrl"])
 @pytest.mark.parametrize("kind", ["for", "while", "cond"])
-def test_known_bug_adjoint_ctrl_of_control_flow(kind: str, wrap: str) -> None:
+def test_fixed_bug_adjoint_ctrl_of_control_flow(kind: str, wrap: str) -> None:
+    """F2 (compatibility items 1, 2): the block was applied unchanged (not inverted, not
+    controlled)."""
     np.testing.assert_allclose(
         cofactor.qjit(_block_circuit(kind, wrap, True))(0.3),
         _block_circuit(kind, wrap, False)(0.3),
@@ -233,13 +229,9 @@ def test_known_bug_adjoint_ctrl_of_control_flow(kind: str, wrap: str) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=cofactor.CompileError,
-    reason="F3 (compatibility item 11): argnums=(1, 0) fails in cofactor-opt "
-    "('diff_inputs must be strictly increasing')",
-)
-def test_known_bug_unsorted_argnums() -> None:
+def test_fixed_bug_unsorted_argnums() -> None:
+    """F3 (compatibility item 11): was 'diff_inputs must be strictly increasing'."""
+
     @cofactor.qjit
     def g(x, y):
         return cofactor.grad(lambda x, y: x * np.sin(y), argnums=(1, 0))(x, y)
@@ -249,13 +241,9 @@ def test_known_bug_unsorted_argnums() -> None:
     assert gx == pytest.approx(np.sin(0.3), abs=GRAD_TOL)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=cofactor.CompileError,
-    reason="F4 (compatibility item 13): an Identity term in a Hamiltonian fails in "
-    "cofactor-opt ('quantum.obs_hermitian' op needs at least one wire)",
-)
-def test_known_bug_identity_term_in_hamiltonian() -> None:
+def test_fixed_bug_identity_term_in_hamiltonian() -> None:
+    """F4 (compatibility item 13): was "'quantum.obs_hermitian' op needs at least one wire"."""
+
     def circuit(x):
         qml.RX(x, wires=0)
         return qml.expval(0.5 * qml.PauliZ(0) + 0.2 * qml.Identity(1))
