@@ -47,6 +47,7 @@ class While:
     var: str
     bound: int
     body: list
+    extra: str | None = None  # a data-dependent condition, and-ed with `var < bound`
 
 
 @dataclass
@@ -83,6 +84,7 @@ class ZWhile:
     var: str
     count: int
     expr: str
+    extra: str | None = None  # a condition on z, and-ed with `var < count`
 
 
 @dataclass
@@ -167,14 +169,17 @@ class _Writer:
             else:
                 self.emit(ind, f"{fn}()")
         elif isinstance(ins, While):
+            test = f"{ins.var} < {ins.bound}"
             if not c:
                 self.emit(ind, f"{ins.var} = 0")
-                self.emit(ind, f"while {ins.var} < {ins.bound}:")
+                self.emit(ind, f"while {test}{f' and {ins.extra}' if ins.extra else ''}:")
                 self.body(ind + 1, ins.body)
                 self.emit(ind + 1, f"{ins.var} = {ins.var} + 1")
                 return
             fn = self.name("wloop")
-            self.emit(ind, f"@cofactor.while_loop(lambda {ins.var}: {ins.var} < {ins.bound})")
+            if ins.extra:
+                test = f"np.logical_and({test}, {ins.extra})"
+            self.emit(ind, f"@cofactor.while_loop(lambda {ins.var}: {test})")
             self.emit(ind, f"def {fn}({ins.var}):")
             self.body(ind + 1, ins.body)
             self.emit(ind + 1, f"return {ins.var} + 1")
@@ -244,14 +249,17 @@ class _Writer:
             self.emit(ind, f"z = {fn}(z)")
         elif isinstance(ins, ZWhile):
             v = ins.var
+            test = f"{v} < {ins.count}"
             if not c:
                 self.emit(ind, f"{v} = 0")
-                self.emit(ind, f"while {v} < {ins.count}:")
+                self.emit(ind, f"while {test}{f' and {ins.extra}' if ins.extra else ''}:")
                 self.emit(ind + 1, f"z = {ins.expr}")
                 self.emit(ind + 1, f"{v} = {v} + 1")
                 return
             fn = self.name("zwhile")
-            self.emit(ind, f"@cofactor.while_loop(lambda {v}, z: {v} < {ins.count})")
+            if ins.extra:
+                test = f"np.logical_and({test}, {ins.extra})"
+            self.emit(ind, f"@cofactor.while_loop(lambda {v}, z: {test})")
             self.emit(ind, f"def {fn}({v}, z):")
             self.emit(ind + 1, f"return {v} + 1, {ins.expr}")
             self.emit(ind, f"_, z = {fn}(0, z)")
@@ -562,7 +570,11 @@ def instructions(
         elif kind == 8:
             bound = draw(st.integers(0, 3))
             body = draw(instructions(wires=wires, scope=(*scope, var), carries=carries, **inner))
-            out.append(While(var, bound, body))
+            extra = None
+            if draw(st.booleans()):  # a trip count that depends on x
+                j, op, c = draw(st.integers(0, size - 1)), draw(st.sampled_from("<>")), draw(_C)
+                extra = f"x[{j}] * {var} {op} {c}"
+            out.append(While(var, bound + 2 * (extra is not None), body, extra))
         elif kind in (9, 10):
             nb = draw(st.integers(1, 2))
             branches = [
@@ -692,7 +704,13 @@ def programs(
         elif kind == 3:
             pre.append(ZFor("j", draw(st.integers(0, 3)), draw(vector_expr(size, "j"))))
         elif kind == 4:
-            pre.append(ZWhile("j", draw(st.integers(0, 3)), draw(vector_expr(size, "j"))))
+            extra = None
+            if draw(st.booleans()):  # stops when z crosses a threshold (z is rarely near it)
+                extra = (
+                    f"z[{draw(st.integers(0, size - 1))}] {draw(st.sampled_from('<>'))} {draw(_C)}"
+                )
+            count = draw(st.integers(0, 3)) + 3 * (extra is not None)
+            pre.append(ZWhile("j", count, draw(vector_expr(size, "j")), extra))
         else:
             pre.append(
                 ZCond(draw(predicate(size, ())), draw(vector_expr(size)), draw(vector_expr(size)))
