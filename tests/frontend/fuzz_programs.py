@@ -727,7 +727,7 @@ def programs(
         vector = f"np.array([{', '.join(post)}])"
     x = draw(st.lists(_X, min_size=size, max_size=size))
     split = draw(st.booleans())
-    second = re.sub(r"\br(\d)", r"s\1", post[0]) if draw(st.integers(0, 3)) == 0 else None
+    second = re.sub(r"\br(\d)", r"s\1", post[0]) if draw(st.integers(0, 3)) == 3 else None
     y = draw(_X)
     argnums = draw(st.sampled_from([0, 0, 1, (0, 1), (1, 0)][: 5 if unsorted_argnums else 4]))
     vag = draw(st.booleans())
