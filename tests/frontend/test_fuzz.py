@@ -26,7 +26,7 @@ import numpy as np
 import pennylane as qml
 import pytest
 from fuzz_programs import Program, programs, render, reproducer
-from hypothesis import HealthCheck, Phase, given, note, seed, settings
+from hypothesis import HealthCheck, Phase, assume, given, note, seed, settings
 
 import cofactor
 
@@ -43,6 +43,10 @@ EXAMPLES = int(os.environ.get("COFACTOR_FUZZ_EXAMPLES", "25"))
 SEED = os.environ.get("COFACTOR_FUZZ_SEED")
 VALUE_TOL = 1e-8
 GRAD_TOL = 1e-6
+# Programs whose values or derivatives exceed this (cosh of a product, say) are skipped: a
+# gate angle of 1e25 cannot be shifted by pi/2 in floating point, so parameter-shift (in
+# PennyLane as in cofactor) loses the derivative that backprop keeps.
+WELL_CONDITIONED = 1e6
 
 # Known bugs (/work/wt/notes/fuzz-findings.md) that the main property test steps around
 # until they are fixed; each has an xfail(strict=True) regression test at the end.
@@ -112,6 +116,8 @@ def compiled(p: Program) -> dict[str, list]:
 
 def check(p: Program) -> None:
     expected = reference(p)
+    arrays = [np.abs(a) for v in expected.values() for a in v]
+    assume(all(np.all(a <= WELL_CONDITIONED) for a in arrays))  # also rejects NaN
     got = compiled(p)
     for name, e in expected.items():
         g = got[name]
