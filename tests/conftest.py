@@ -1,6 +1,7 @@
 """Session-wide test set-up: every compiled library goes to one fresh cache folder per
 test session, so each program is compiled once per session (and really compiled: nothing
-from an earlier session's cache is reused)."""
+from an earlier session's cache is reused). The Enzyme plugin is not in that folder, so
+moving the cache does not move it."""
 
 from __future__ import annotations
 
@@ -8,21 +9,13 @@ import os
 
 import pytest
 
-from cofactor import toolchain
-
 
 @pytest.fixture(scope="session", autouse=True)
 def session_kernel_cache(tmp_path_factory):
-    # The Enzyme plugin lives in the user's cache folder; pin its path before moving the
-    # cache so that discovery still finds it.
-    saved = {
-        name: os.environ.get(name) for name in ("COFACTOR_CACHE_DIR", "COFACTOR_ENZYME_PLUGIN")
-    }
-    os.environ["COFACTOR_ENZYME_PLUGIN"] = str(toolchain.find("enzyme"))
+    saved = os.environ.get("COFACTOR_CACHE_DIR")
     os.environ["COFACTOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("cofactor-cache"))
     yield
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
+    if saved is None:
+        os.environ.pop("COFACTOR_CACHE_DIR", None)
+    else:
+        os.environ["COFACTOR_CACHE_DIR"] = saved

@@ -65,13 +65,76 @@ def test_disk_cache_reuses_and_verifies_its_key(tmp_path, monkeypatch):
     assert second.from_cache and second.so_path == first.so_path
     assert "llvm.func @twice" in second.stage("mlir_opt")
 
-    # An entry whose recorded key does not match is never loaded.
-    (first.so_path.parent / "key").write_text("tampered")
-    third = compiler.compile_module(TINY_MODULE, name="twice")
+    # An entry whose recorded key does not match is never loaded: discarded and rebuilt.
+    record = first.so_path.parent / "entry.json"
+    record.write_text(record.read_text().replace(first.so_path.parent.name, "0" * 64))
+    with pytest.warns(UserWarning, match="discarded entry"):
+        third = compiler.compile_module(TINY_MODULE, name="twice")
     assert not third.from_cache
+    assert compiler.compile_module(TINY_MODULE, name="twice").from_cache
 
 
 def test_keep_intermediate_writes_every_stage(tmp_path):
     compiler.compile_module(TINY_MODULE, name="twice", keep_intermediate=tmp_path / "stages")
     for filename in compiler.STAGE_FILES.values():
         assert (tmp_path / "stages" / filename).stat().st_size > 0
+
+
+def test_enzyme_patch_renames_llvm_and_drops_the_rpath(tmp_path):
+    """`enzyme_plugin.patch` on a library built like the wheel's plugin: it needs
+    libLLVM-15-a95c9aa1.so.1 through an RPATH; afterwards it needs Debian's libLLVM-15.so.1,
+    has no RPATH, and patching is byte-for-byte reproducible."""
+    import shutil
+
+    from cofactor import enzyme_plugin
+
+    if shutil.which("readelf") is None:
+        pytest.skip("needs readelf")
+    (tmp_path / "stub.c").write_text("int llvm_stub(void) { return 1; }\n")
+    (tmp_path / "plugin.c").write_text(
+        "int llvm_stub(void);\nint f(void) { return llvm_stub(); }\n"
+    )
+    stub = tmp_path / enzyme_plugin.OLD_NEEDED.decode()
+    cc = str(toolchain.find("cc"))
+    subprocess.run(
+        [
+            cc,
+            "-shared",
+            "-fPIC",
+            f"-Wl,-soname,{stub.name}",
+            "-o",
+            str(stub),
+            str(tmp_path / "stub.c"),
+        ],
+        check=True,
+    )
+    plugin = tmp_path / "plugin.so"
+    subprocess.run(
+        [
+            cc,
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(plugin),
+            str(tmp_path / "plugin.c"),
+            str(stub),
+            "-Wl,-rpath,$ORIGIN/../lib",
+            "-Wl,--disable-new-dtags",
+        ],
+        check=True,
+    )
+
+    def dynamic(path):
+        return subprocess.run(["readelf", "-d", str(path)], capture_output=True, text=True).stdout
+
+    assert "libLLVM-15-a95c9aa1.so.1" in dynamic(plugin) and "RPATH" in dynamic(plugin)
+    patched = enzyme_plugin.patch(plugin.read_bytes())
+    assert patched == enzyme_plugin.patch(plugin.read_bytes())
+    assert len(patched) == plugin.stat().st_size
+    out = tmp_path / "patched.so"
+    out.write_bytes(patched)
+    shown = dynamic(out)
+    assert "[libLLVM-15.so.1]" in shown and "a95c9aa1" not in shown
+    assert "RPATH" not in shown and "RUNPATH" not in shown
+    with pytest.raises(enzyme_plugin.PluginError, match="expected one DT_NEEDED"):
+        enzyme_plugin.patch(patched)

@@ -11,8 +11,10 @@ from cofactor.api_extensions import (
     jvp,
     measure,
     pure_callback,
+    switch,
     value_and_grad,
     vjp,
+    vmap,
     while_loop,
 )
 from cofactor.errors import CompileError, DifferentiableCompileError, RuntimeExecutionError
@@ -38,7 +40,9 @@ __all__ = [
     "measure",
     "pure_callback",
     "qjit",
+    "switch",
     "value_and_grad",
     "vjp",
+    "vmap",
     "while_loop",
 ]

@@ -5,20 +5,27 @@
       --llc--> module.o --cc--> lib<name>.so (linked against the runtime)
 
 Each stage is a subprocess of a real toolchain binary; a failure raises `CompileError`
-naming the stage and carrying the tool's message. Compiled libraries are kept in a disk
-cache keyed by the IR and the toolchain's fingerprint, so a new Python process reuses them.
+naming the stage and carrying the tool's message. Stages run in a temporary build folder that
+is always removed. Compiled libraries are kept in a disk cache (`cofactor.cache`) keyed by the
+IR and the toolchain's fingerprint, so a new Python process reuses them; a library that is not
+cached lives in a private per-process folder until its CompiledLibrary is dropped.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
+import itertools
 import os
 import shutil
 import subprocess
 import tempfile
+import threading
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cofactor import cache as disk_cache
 from cofactor import toolchain
 from cofactor.errors import CompileError
 
@@ -47,7 +54,7 @@ ENZYME_PIPELINE = "preserve-nvvm,enzyme,default<O2>"
 PLAIN_PIPELINE = "default<O2>"
 
 #: Bumped whenever the driver changes what it produces from the same IR.
-DRIVER_VERSION = "1"
+DRIVER_VERSION = "2"
 
 STAGE_FILES = {
     "mlir": "module.mlir",
@@ -57,28 +64,45 @@ STAGE_FILES = {
 }
 
 
+#: Stage texts of a fresh compile are kept in memory up to this size in all; beyond it (or
+#: for a library from the cache) they are regenerated on demand by re-running the stages.
+STAGE_MEMORY_LIMIT = 16 * 1024 * 1024
+
+
 @dataclass
 class CompiledLibrary:
-    """A compiled module: the shared library and the text of every stage."""
+    """A compiled module: the shared library, and the text of every stage on demand."""
 
     name: str
     so_path: Path
-    stage_dir: Path
     from_cache: bool = False
+    mlir_text: str = field(default="", repr=False)
     _stages: dict[str, str] = field(default_factory=dict, repr=False)
 
     def stage(self, stage: str) -> str:
         """The text of `stage` ("mlir", "mlir_opt", "llvmir" or "llvmir_opt")."""
         if stage not in STAGE_FILES:
             raise KeyError(f"unknown stage {stage!r}; choose one of {sorted(STAGE_FILES)}")
+        if stage == "mlir":
+            return self.mlir_text
         if stage not in self._stages:
-            self._stages[stage] = (self.stage_dir / STAGE_FILES[stage]).read_text()
+            self._stages.update(regenerate_stages(self.mlir_text, stage))
         return self._stages[stage]
 
 
-def _run(stage: str, cmd: list[str], input_text: str | None = None) -> str:
+def _run(
+    stage: str,
+    cmd: list[str],
+    input_text: str | None = None,
+    pass_fds: tuple[int, ...] = (),
+    cwd: Path | None = None,
+) -> str:
+    if cwd is not None and os.sep in cmd[0]:
+        cmd = [os.path.abspath(cmd[0]), *cmd[1:]]  # a relative override still works
     try:
-        proc = subprocess.run(cmd, input=input_text, capture_output=True, text=True)
+        proc = subprocess.run(
+            cmd, input=input_text, capture_output=True, text=True, pass_fds=pass_fds, cwd=cwd
+        )
     except OSError as err:
         raise CompileError(f"could not run {cmd[0]}: {err}", stage=stage) from err
     if proc.returncode != 0:
@@ -90,55 +114,76 @@ def _run(stage: str, cmd: list[str], input_text: str | None = None) -> str:
     return proc.stdout
 
 
-def run_pipeline(
-    mlir_text: str, workdir: Path, name: str, link_with: tuple[Path, ...] = ()
-) -> Path:
-    """Run every stage in `workdir`, leaving each stage's file there; returns the .so path.
-
-    `link_with` names extra objects or C sources linked into the library."""
+def _run_text_stages(mlir_text: str, workdir: Path, last: str = "llvmir_opt") -> None:
+    """cofactor-opt, mlir-translate and opt (each up to `last`), leaving files in `workdir`.
+    The tools run in `workdir` on bare file names, so the texts (whose debug information
+    names the input file) do not depend on the folder's name."""
     find = toolchain.find
     mlir = workdir / STAGE_FILES["mlir"]
     mlir.write_text(mlir_text)
     llvm_mlir = workdir / STAGE_FILES["mlir_opt"]
     _run(
         "cofactor-opt",
-        [str(find("cofactor-opt")), str(mlir), *LOWERING_PASSES, "-o", str(llvm_mlir)],
+        [str(find("cofactor-opt")), mlir.name, *LOWERING_PASSES, "-o", llvm_mlir.name],
+        cwd=workdir,
     )
-
+    if last == "mlir_opt":
+        return
     llvm_ir = workdir / STAGE_FILES["llvmir"]
     _run(
         "mlir-translate",
-        [str(find("mlir-translate")), "--mlir-to-llvmir", str(llvm_mlir), "-o", str(llvm_ir)],
+        [str(find("mlir-translate")), "--mlir-to-llvmir", llvm_mlir.name, "-o", llvm_ir.name],
+        cwd=workdir,
     )
-
+    if last == "llvmir":
+        return
     opt_ir = workdir / STAGE_FILES["llvmir_opt"]
-    opt_cmd = [str(find("opt"))]
-    if "__enzyme_autodiff" in llvm_ir.read_text():
-        opt_cmd += [f"-load-pass-plugin={find('enzyme')}", f"-passes={ENZYME_PIPELINE}"]
-    else:
-        opt_cmd += [f"-passes={PLAIN_PIPELINE}"]
-    _run("opt", [*opt_cmd, "-S", str(llvm_ir), "-o", str(opt_ir)])
+    opt_io = ["-S", llvm_ir.name, "-o", opt_ir.name]
+    if "__enzyme_autodiff" not in llvm_ir.read_text():
+        _run("opt", [str(find("opt")), f"-passes={PLAIN_PIPELINE}", *opt_io], cwd=workdir)
+        return
+    # opt loads the plugin through the descriptor that was checked (owner, mode, hash), so
+    # the file cannot be swapped between the check and the load.
+    with toolchain.open_enzyme() as plugin_fd:
+        _run(
+            "opt",
+            [
+                str(find("opt")),
+                f"-load-pass-plugin=/proc/self/fd/{plugin_fd}",
+                f"-passes={ENZYME_PIPELINE}",
+                *opt_io,
+            ],
+            pass_fds=(plugin_fd,),
+            cwd=workdir,
+        )
 
+
+def run_pipeline(
+    mlir_text: str, workdir: Path, name: str, link_with: tuple[Path, ...] = ()
+) -> Path:
+    """Run every stage in `workdir`, leaving each stage's file there; returns the .so path.
+
+    `link_with` names extra objects or C sources linked into the library."""
+    _run_text_stages(mlir_text, workdir)
     obj = workdir / "module.o"
     _run(
         "llc",
         [
-            str(find("llc")),
+            str(toolchain.find("llc")),
             "-O2",
             "-filetype=obj",
             "-relocation-model=pic",
-            str(opt_ir),
+            str(workdir / STAGE_FILES["llvmir_opt"]),
             "-o",
             str(obj),
         ],
     )
-
-    runtime = find("runtime")
+    runtime = toolchain.find("runtime")
     so_path = workdir / f"lib{name}.so"
     _run(
         "link",
         [
-            str(find("cc")),
+            str(toolchain.find("cc")),
             "-shared",
             "-fPIC",
             "-O2",
@@ -153,6 +198,22 @@ def run_pipeline(
         ],
     )
     return so_path
+
+
+def _read_stages(workdir: Path) -> dict[str, str]:
+    paths = {stage: workdir / filename for stage, filename in STAGE_FILES.items()}
+    if sum(p.stat().st_size for p in paths.values()) > STAGE_MEMORY_LIMIT:
+        return {}
+    return {stage: path.read_text() for stage, path in paths.items() if stage != "mlir"}
+
+
+def regenerate_stages(mlir_text: str, last: str) -> dict[str, str]:
+    """Re-run the text stages up to `last` in a temporary folder; returns their texts."""
+    order = ["mlir_opt", "llvmir", "llvmir_opt"]
+    wanted = order[: order.index(last) + 1]
+    with tempfile.TemporaryDirectory(prefix="cofactor-stages-") as tmp:
+        _run_text_stages(mlir_text, Path(tmp), last)
+        return {stage: (Path(tmp) / STAGE_FILES[stage]).read_text() for stage in wanted}
 
 
 def cache_key(mlir_text: str) -> str:
@@ -178,25 +239,11 @@ def compile_module(
     """Compile `mlir_text` into a shared library.
 
     With `cache` (and unless COFACTOR_DISABLE_CACHE=1), the library is looked up in, and
-    stored to, `<cache_dir>/kernels/<key>/`, where the key hashes the IR and the toolchain.
-    An entry whose recorded key does not match is never loaded. `keep_intermediate` copies
-    every stage's file to a folder (True: `./cofactor_intermediate/<name>/`).
+    stored to, the disk cache (`cofactor.cache`), keyed by the IR and the toolchain; only a
+    verified entry is loaded. `keep_intermediate` writes every stage's text to a folder
+    (True: `./cofactor_intermediate/<name>/`).
     """
-    use_cache = cache and cache_enabled() and not link_with
-    key = cache_key(mlir_text) if use_cache else None
-    result: CompiledLibrary | None = None
-    if key is not None:
-        result = _load_cached(key, name)
-    if result is None:
-        workdir = Path(tempfile.mkdtemp(prefix=f"cofactor-{name}-"))
-        try:
-            so_path = run_pipeline(mlir_text, workdir, name, link_with)
-        except BaseException:
-            shutil.rmtree(workdir, ignore_errors=True)
-            raise
-        result = CompiledLibrary(name, so_path, workdir)
-        if key is not None:
-            result = _store_cached(key, result)
+    folder = None
     if keep_intermediate:
         folder = (
             Path.cwd() / "cofactor_intermediate" / name
@@ -204,41 +251,61 @@ def compile_module(
             else Path(keep_intermediate)
         )
         folder.mkdir(parents=True, exist_ok=True)
-        for filename in STAGE_FILES.values():
-            shutil.copy(result.stage_dir / filename, folder / filename)
+    use_cache = cache and cache_enabled() and not link_with
+    key = cache_key(mlir_text) if use_cache else None
+    cached = disk_cache.lookup(key) if key is not None else None
+    if cached is not None:
+        result = CompiledLibrary(name, cached, from_cache=True, mlir_text=mlir_text)
+        if folder is not None:  # regenerated: the cache keeps no stage texts
+            for stage, filename in STAGE_FILES.items():
+                (folder / filename).write_text(result.stage(stage))
+        return result
+    with tempfile.TemporaryDirectory(prefix=f"cofactor-{name}-") as tmp:
+        built = run_pipeline(mlir_text, Path(tmp), name, link_with)
+        stages = _read_stages(Path(tmp))
+        if folder is not None:
+            for filename in STAGE_FILES.values():
+                shutil.copyfile(Path(tmp) / filename, folder / filename)
+        so_path = disk_cache.store(key, built, name) if key is not None else None
+        private = so_path is None
+        if private:
+            so_path = _keep_private(built, name)
+    result = CompiledLibrary(name, so_path, mlir_text=mlir_text, _stages=stages)
+    if private:
+        # dlopen maps the file, so it may go as soon as the library object is dropped
+        weakref.finalize(result, _unlink_quietly, so_path)
     return result
 
 
-def _entry_dir(key: str) -> Path:
-    return toolchain.cache_dir() / "kernels" / key[:2] / key
+_private_lock = threading.Lock()
+_private_dir: Path | None = None
+_private_numbers = itertools.count()
 
 
-def _load_cached(key: str, name: str) -> CompiledLibrary | None:
-    entry = _entry_dir(key)
+def _keep_private(built: Path, name: str) -> Path:
+    """Move a library that is not cached into this process's own 0700 folder (removed at
+    exit), under a name never used twice: dlopen treats a path it has loaded before as the
+    same library."""
+    global _private_dir
+    with _private_lock:
+        if _private_dir is None or not _private_dir.is_dir():
+            _private_dir = Path(tempfile.mkdtemp(prefix="cofactor-libs-"))
+            atexit.register(_remove_private_dir, _private_dir, os.getpid())
+        dest = _private_dir / f"lib{name}-{next(_private_numbers)}.so"
     try:
-        if (entry / "key").read_text() != key:
-            return None
-    except OSError:
-        return None
-    libs = list(entry.glob("lib*.so"))
-    if len(libs) != 1:
-        return None
-    return CompiledLibrary(name, libs[0], entry, from_cache=True)
+        os.rename(built, dest)
+    except OSError:  # TMPDIR changed to another file system since the folder was made
+        shutil.copyfile(built, dest)
+    return dest
 
 
-def _store_cached(key: str, compiled: CompiledLibrary) -> CompiledLibrary:
-    """Move the freshly built stage folder into the cache (atomically, by rename)."""
-    entry = _entry_dir(key)
+def _remove_private_dir(folder: Path, owner_pid: int) -> None:
+    if os.getpid() == owner_pid:  # not in a forked child that exits normally
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _unlink_quietly(path: Path) -> None:
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        (compiled.stage_dir / "key").write_text(key)
-        if entry.exists() and _load_cached(key, compiled.name) is None:
-            shutil.rmtree(entry)  # a corrupt or mismatching entry: replace it
-        os.rename(compiled.stage_dir, entry)
+        path.unlink()
     except OSError:
-        # Another process stored it first, or the cache is not writable: keep our copy.
-        if (cached := _load_cached(key, compiled.name)) is not None:
-            shutil.rmtree(compiled.stage_dir, ignore_errors=True)
-            return cached
-        return compiled
-    return CompiledLibrary(compiled.name, entry / compiled.so_path.name, entry)
+        pass

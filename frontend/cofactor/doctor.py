@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from cofactor import cache as disk_cache
 from cofactor import compiler, toolchain
 from cofactor.errors import CompileError
 
@@ -129,11 +130,15 @@ def main() -> int:
     print("cofactor toolchain:")
     for tool in toolchain.TOOLS.values():
         try:
-            path = tool.find()
+            path = toolchain.find(tool.name)  # the Enzyme plugin is checked too
             print(f"  {tool.name:15s} {path}  ({tool.version()})")
         except CompileError as err:
             ok = False
             print(f"  {tool.name:15s} MISSING: {err}")
+    try:
+        print(f"  {'cache':15s} {disk_cache.root()}  (see `python -m cofactor cache`)")
+    except OSError as err:  # not fatal: programs compile without the cache
+        print(f"  {'cache':15s} not used: {err}")
     if not ok:
         print("doctor: toolchain incomplete")
         return 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import threading
 import time
 import warnings
 from collections.abc import Callable, Hashable
@@ -33,7 +34,7 @@ from xdsl.ir import Block, Region
 from cofactor.errors import CompileError
 from cofactor.ir.builder import memref_type
 from cofactor.launcher import BufferSpec, Launcher
-from cofactor.tracing import context, pytree
+from cofactor.tracing import context, interrupts, pytree
 from cofactor.tracing.numpy_rules import as_tracer, store_tracer
 from cofactor.tracing.tracer import Tracer, normalize_dtype
 
@@ -60,6 +61,8 @@ def _leaf_spec(x: Any, where: str) -> BufferSpec:
     """The BufferSpec of one dynamic argument leaf (raises a CompileError for bad input)."""
     dtype = _PY_SCALARS.get(type(x))
     if dtype is not None:
+        if dtype is _INT:
+            _check_int64(x, where)
         return BufferSpec((), dtype)
     if isinstance(x, np.ndarray | np.generic):
         if x.dtype.kind not in "biufc":
@@ -67,15 +70,82 @@ def _leaf_spec(x: Any, where: str) -> BufferSpec:
                 f"{where}: arrays of dtype {x.dtype} cannot be compiled; expected numbers "
                 "(bool, int, float or complex)"
             )
+        if x.dtype == np.uint64 and x.size and np.max(x) > _INT64_MAX:
+            raise OverflowError(
+                f"{where}: uint64 value {np.max(x)} does not fit in int64, the integer type "
+                "of compiled code (convert it to float, or keep it below 2**63)"
+            )
         return BufferSpec(tuple(x.shape), normalize_dtype(x.dtype))
     if isinstance(x, list | tuple):
         arr = np.asarray(x)
+        if arr.dtype == object and all(type(v) is int for v in arr.flat):
+            _check_int64(max(arr.flat, key=abs), where)
         return _leaf_spec(arr, where)
     raise CompileError(
         f"{where}: cannot compile with an argument of type {type(x).__name__}; expected a "
         "number, a numpy array, or a tuple/list/dict of them (or mark it static with "
         "static_argnums)"
     )
+
+
+_INT = _PY_SCALARS[int]
+_INT64_MAX = 2**63 - 1
+
+
+def _check_int64(value: int, where: str) -> None:
+    """OverflowError for a Python int outside int64, as `np.int64(value)` raises."""
+    if not -_INT64_MAX - 1 <= value <= _INT64_MAX:
+        raise OverflowError(
+            f"{where}: Python int too large to convert to C long ({value} is outside the "
+            "int64 range of compiled code)"
+        )
+
+
+def _is_uint64(x: Any) -> bool:
+    return getattr(x, "dtype", None) == np.uint64
+
+
+class StaticValues:
+    """The static arguments of a call, as part of a cache key.
+
+    Python's `==` would make a NaN argument miss the cache on every call (NaN != NaN) and
+    would let -0.0 reuse code compiled for 0.0 (they are equal, but `1 / x` differs):
+    the key compares a normalised form instead, in which NaNs are equal and the sign of a
+    zero counts."""
+
+    __slots__ = ("values", "_norm", "_hash")
+
+    def __init__(self, values: tuple) -> None:
+        self.values = values
+        self._norm = _normalise_static(values)
+        self._hash = hash(self._norm)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StaticValues) and self._norm == other._norm
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"StaticValues({self.values!r})"
+
+
+_NAN_KEY = object()
+_ZERO_KEY = object()
+
+
+def _normalise_static(value: Any) -> Any:
+    if isinstance(value, float | np.floating):
+        if value != value:
+            return (_NAN_KEY, type(value))
+        if value == 0:
+            return (_ZERO_KEY, type(value), bool(np.signbit(value)))
+        return value
+    if isinstance(value, complex | np.complexfloating):
+        return (type(value), _normalise_static(value.real), _normalise_static(value.imag))
+    if type(value) is tuple:
+        return tuple(_normalise_static(v) for v in value)
+    return value
 
 
 def _is_array_list(x: Any) -> bool:
@@ -127,7 +197,16 @@ class QJIT:
         #: the entry point's symbol (and library name): the name as a C identifier
         self.symbol = re.sub(r"\W", "_", self.__name__).strip("_") or "qjit_fn"
         self._signature = inspect.signature(self.user_function)
-        self._num_params = len(self._signature.parameters)
+        params = list(self._signature.parameters.values())
+        self._num_params = len(params)
+        # Keyword-only parameters (and a **kwargs dict) are passed after the positional
+        # ones, in signature order, and traced like them; calls with any of them go
+        # through `_bind`.
+        self._kw_names = tuple(p.name for p in params if p.kind is p.KEYWORD_ONLY)
+        self._var_kw = any(p.kind is p.VAR_KEYWORD for p in params)
+        self._n_tail = len(self._kw_names) + self._var_kw
+        self._fast_arity = -1 if self._n_tail else self._num_params
+        self._lock = threading.RLock()  # one compilation of this function at a time
         self.static_argnums = self._check_static_argnums(static_argnums)
         self.keep_intermediate = keep_intermediate
         self.seed = seed
@@ -135,7 +214,6 @@ class QJIT:
         self._quick_keys: dict[tuple, Hashable] = {}
         self._promoted: dict[Hashable, CompiledFunction] = {}  # call key -> binary it promotes to
         self._last: CompiledFunction | None = None
-        self._last_trace_had_callbacks = False
         self.compile_count = 0
         annotations = self._abstract_arguments()
         self._aot = False  # compiled ahead of time from annotations
@@ -174,6 +252,9 @@ class QJIT:
         every parameter has one and nothing is static; None otherwise (JIT mode)."""
         if self.static_argnums or not self._num_params:
             return None
+        kinds = {p.kind for p in self._signature.parameters.values()}
+        if inspect.Parameter.VAR_POSITIONAL in kinds or inspect.Parameter.VAR_KEYWORD in kinds:
+            return None
         try:
             hints = inspect.get_annotations(self.user_function, eval_str=True)
         except Exception:
@@ -193,32 +274,60 @@ class QJIT:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if context.is_tracing():  # nested qjit: inline the Python function
             return self.original_function(*args, **kwargs)
-        if kwargs or len(args) != self._num_params:
+        if kwargs or len(args) != self._fast_arity:
             args = self._bind(args, kwargs)
         leaves, key = self._split(args)
         compiled = self._cache.get(key) or self._promoted.get(key)
         if compiled is None:
+            compiled = self._lookup_or_compile(key)
+        return compiled.run(leaves)
+
+    def _lookup_or_compile(self, key: Hashable) -> CompiledFunction:
+        # Threads that call a new signature at once compile it once; the others wait.
+        with self._lock:
+            compiled = self._cache.get(key) or self._promoted.get(key)
+            if compiled is not None:
+                return compiled
             compiled = self._find_promotable(key)
             if compiled is not None:
                 self._promoted[key] = compiled
-        if compiled is None:
+                return compiled
             if self._aot:
                 warnings.warn(
                     f"Provided arguments did not match the declared signature of "
                     f"{self.__name__}, recompiling...",
                     UserWarning,
-                    stacklevel=2,
+                    stacklevel=3,
                 )
-            compiled = self._compile_for_key(key)
-        return compiled.run(leaves)
+            return self._compile_for_key(key)
 
     def _bind(self, args: tuple, kwargs: dict) -> tuple:
+        """All arguments in signature order: the positional ones (with *args expanded),
+        then the keyword-only ones, then the **kwargs dict (defaults applied)."""
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as err:
             raise TypeError(f"{self.__name__}: {err}") from None
         bound.apply_defaults()
-        return bound.args
+        if not self._n_tail:
+            return bound.args
+        tail = [bound.arguments[name] for name in self._kw_names]
+        if self._var_kw:
+            var_kw = next(
+                p.name for p in self._signature.parameters.values() if p.kind is p.VAR_KEYWORD
+            )
+            tail.append(dict(bound.arguments.get(var_kw, {})))
+        return (*bound.args, *tail)
+
+    def _call_traced(self, args: list[Any]) -> Any:
+        """Call the Python function on the (traced) arguments in `_bind`'s order."""
+        if not self._n_tail:
+            return self.original_function(*args)
+        split = len(args) - self._n_tail
+        kw = dict(zip(self._kw_names, args[split:], strict=False))
+        if self._var_kw:
+            kw.update(args[-1])
+        return self.original_function(*args[:split], **kw)
 
     def _split(self, args: tuple) -> tuple[list[Any], Hashable]:
         """Dynamic leaves of the call, and its cache key (tree, leaf specs, static values)."""
@@ -236,7 +345,8 @@ class QJIT:
             if key is not None:
                 return list(args), key
         leaves, key = self._split_slow(args)
-        if quick is not None and None not in quick:
+        # (uint64 arrays keep taking the slow path: their values are checked there)
+        if quick is not None and None not in quick and not any(_is_uint64(a) for a in args):
             self._quick_keys[quick] = key
         return leaves, key
 
@@ -265,7 +375,7 @@ class QJIT:
         specs = tuple(
             _leaf_spec(x, f"{self.__name__}: argument leaf {i}") for i, x in enumerate(leaves)
         )
-        return leaves, (tree, specs, tuple(static))
+        return leaves, (tree, specs, StaticValues(tuple(static)))
 
     def _find_promotable(self, key: Any) -> CompiledFunction | None:
         tree, specs, static = key
@@ -278,7 +388,7 @@ class QJIT:
 
     def _compile_for(self, specs: tuple[BufferSpec, ...]) -> CompiledFunction:
         tree = ("tuple", tuple(pytree.LEAF for _ in specs))
-        return self._compile_for_key((tree, specs, ()))
+        return self._compile_for_key((tree, specs, StaticValues(())))
 
     def _compile_for_key(self, key: Any) -> CompiledFunction:
         compiled = self._compile(*key)
@@ -287,10 +397,13 @@ class QJIT:
         return compiled
 
     # -- compiling -------------------------------------------------------------------
-    def _compile(self, tree: Any, specs: tuple[BufferSpec, ...], static: tuple) -> CompiledFunction:
+    def _compile(
+        self, tree: Any, specs: tuple[BufferSpec, ...], static: StaticValues
+    ) -> CompiledFunction:
         start = time.perf_counter()
-        mlir, out_tree, out_leaves, checks_runtime = self._trace(tree, specs, static)
-        has_callbacks = self._last_trace_had_callbacks
+        mlir, out_tree, out_leaves, checks_runtime, has_callbacks = self._trace_module(
+            tree, specs, static
+        )
         library = _compile_module(mlir, self.symbol, self.keep_intermediate)
         if has_callbacks:
             from cofactor.api_extensions.callbacks import install_trampoline
@@ -318,13 +431,22 @@ class QJIT:
         )
 
     def _trace(
-        self, tree: Any, specs: tuple[BufferSpec, ...], static: tuple
+        self, tree: Any, specs: tuple[BufferSpec, ...], static: StaticValues | tuple
     ) -> tuple[str, Any, list[Any], bool]:
         """Trace the Python function on abstract arguments; returns the MLIR module text,
         the output tree, the output leaves and whether the compiled code reports errors
         through the runtime's error slot (quantum ops, runtime checks)."""
+        return self._trace_module(tree, specs, static)[:4]
+
+    def _trace_module(
+        self, tree: Any, specs: tuple[BufferSpec, ...], static: StaticValues | tuple
+    ) -> tuple[str, Any, list[Any], bool, bool]:
+        """`_trace`, and whether the compiled code calls Python callbacks. (Returned rather
+        than kept on the object: two threads may trace new signatures at once.)"""
         from cofactor.tracing.qnode import capture_qnode_calls
 
+        if isinstance(static, StaticValues):
+            static = static.values
         ctx = context.TraceContext(self.symbol, seed=self.seed)
         b = ctx.builder
         in_types = [memref_type(s.shape, s.dtype) for s in specs]
@@ -342,7 +464,7 @@ class QJIT:
                 next(static_iter) if i in self.static_argnums else next(dynamic)
                 for i in range(len(static) + len(tree[1]))
             ]
-            result = self.original_function(*args)
+            result = self._call_traced(args)
             # every result leaf (traced or constant) is written to an out-parameter memref
             out_values, out_tree = pytree.flatten(result)
             out_tracers = [as_tracer(v) for v in out_values]
@@ -355,15 +477,18 @@ class QJIT:
                 store_tracer(t, ref)
             ctx.finish_function(block)
             b.pop()
+            if ctx.interrupt_checks:
+                interrupts.arm_on_entry(ctx, block)
         out_types = [memref_type(s.shape, s.dtype) for s in out_leaves]
         entry = func.FuncOp(self.symbol, ([*in_types, *out_types], []), Region(block))
         entry.attributes["llvm.emit_c_interface"] = UnitAttr()
         module = ModuleOp([*b.module_ops, entry])
         text = str(module)
-        if ctx.text_helpers:  # splice them in before the module's closing brace
-            text = text[: text.rindex("}")] + "".join(ctx.text_helpers) + "}\n"
-        self._last_trace_had_callbacks = ctx.has_callbacks
-        return text, out_tree, out_leaves, ctx.has_quantum or ctx.runtime_checks
+        helpers = [*ctx.text_helpers, *([interrupts.HELPERS] if ctx.interrupt_checks else [])]
+        if helpers:  # splice them in before the module's closing brace
+            text = text[: text.rindex("}")] + "".join(helpers) + "}\n"
+        checks = ctx.has_quantum or ctx.runtime_checks
+        return text, out_tree, out_leaves, checks, ctx.has_callbacks
 
     # -- inspection ------------------------------------------------------------------
     @property

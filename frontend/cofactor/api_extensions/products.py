@@ -27,9 +27,64 @@ def _argnums_all(argnums: Any, nargs: int) -> Any:
     return tuple(range(nargs)) if argnums is None else argnums
 
 
-def _outside_qjit(name: str) -> None:
-    if not context.is_tracing():
-        raise CompileError(f"cofactor.{name} can only be used inside a @qjit function")
+# compiled products for calls outside qjit: (kind, id(f), options, layout) -> (f, compiled)
+_COMPILED: dict[tuple, tuple[Callable, Any]] = {}
+
+
+def _arrayify(x: Any) -> Any:
+    """Lists of plain numbers as arrays (qjit's reading of them), other containers kept."""
+    if _is_leaf(x) and isinstance(x, list | tuple):
+        return np.asarray(x)
+    if isinstance(x, tuple | list):
+        return type(x)(_arrayify(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _arrayify(v) for k, v in x.items()}
+    return x
+
+
+def _outside_qjit(kind: str, f: Callable, params: tuple, vectors: Any, options: dict) -> Any:
+    """`kind` ("jvp"/"vjp") of `f` called outside qjit: compiled on the fly, once per
+    function, options and argument layout (qjit then keeps one executable per signature).
+
+    Catalyst runs jax.jvp / jax.vjp here; cofactor compiles the same product it would
+    compile inside qjit. Each parameter and, for a list/tuple of vectors, each vector
+    (tangent per argument, cotangent per result, as Catalyst reads them) is its own
+    argument of the compiled function, so a tuple of numbers is never read as one array.
+    """
+    container = type(vectors) if isinstance(vectors, tuple | list) else None
+    vecs = list(vectors) if container is not None else [vectors]
+    flat = [_arrayify(p) for p in params] + [_arrayify(v) for v in vecs]
+    n = len(params)
+    for k, v in enumerate(vecs):
+        # checked here too: qjit would promote an int vector to the float one compiled before
+        for leaf in pytree.flatten(v, is_leaf=_is_leaf)[0]:
+            if not isinstance(leaf, Tracer) and np.asarray(leaf).dtype.kind in "biu":
+                what = "tangent" if kind == "jvp" else "cotangent"
+                raise CompileTypeError(
+                    f"{kind}({_fn_name(f)}): {what} {k} has dtype {np.asarray(leaf).dtype}, "
+                    f"but {what}s must have the dtype of the values they pair with (float): "
+                    "pass 1.0 rather than 1"
+                )
+    try:
+        key = (kind, id(f), repr(sorted(options.items())), n, container)
+        hash(key)
+    except TypeError:
+        key = None
+    hit = _COMPILED.get(key) if key is not None else None
+    if hit is None or hit[0] is not f:
+        from cofactor.jit import qjit
+
+        product = jvp if kind == "jvp" else vjp
+
+        def run(*args: Any) -> Any:
+            vs = container(args[n:]) if container is not None else args[n]
+            return product(f, tuple(args[:n]), vs, **options)
+
+        run.__name__ = f"{kind}_{_fn_name(f)}"
+        hit = (f, qjit(run))
+        if key is not None:
+            _COMPILED[key] = hit
+    return hit[1](*flat)
 
 
 def _is_numeric(x: Any) -> bool:
@@ -70,8 +125,10 @@ def vjp(
     """`(f(*params), vjps)`: the vector-Jacobian products of `f` at `params` with
     `cotangents` (one per result of `f`, in order), one per differentiated argument
     (argnums: default all)."""
-    _outside_qjit("vjp")
     params = _params(params)
+    if not context.is_tracing():
+        options = {"method": method, "h": h, "argnums": argnums}
+        return _outside_qjit("vjp", f, params, cotangents, options)
     what = f"vjp({_fn_name(f)})"
     req = _Request(f, params, _argnums_all(argnums, len(params)), method, h, what)
     cts = _split_cotangents(cotangents, req.out_specs)
@@ -119,8 +176,10 @@ def jvp(
 ) -> tuple[Any, Any]:
     """`(f(*params), jvps)`: the Jacobian-vector products of `f` at `params` with
     `tangents` (one per differentiated argument; argnums: default all), one per result."""
-    _outside_qjit("jvp")
     params = _params(params)
+    if not context.is_tracing():
+        options = {"method": method, "h": h, "argnums": argnums}
+        return _outside_qjit("jvp", f, params, tangents, options)
     what = f"jvp({_fn_name(f)})"
     req = _Request(f, params, _argnums_all(argnums, len(params)), method, h, what)
     tans = _params(tangents)

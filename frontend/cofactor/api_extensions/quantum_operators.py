@@ -9,6 +9,7 @@ they transform every operation it performs, inside its loops and conds too (`hyb
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,8 @@ from pennylane.ops.op_math.controlled import create_controlled_op
 
 from cofactor.api_extensions import hybrid
 from cofactor.errors import CompileTypeError
+from cofactor.tracing import context
+from cofactor.tracing.null_device import null_measure
 from cofactor.tracing.qnode import measure as _measure
 from cofactor.tracing.tracer import Tracer
 
@@ -38,13 +41,10 @@ def measure(wires: Any, reset: bool = False, postselect: int | None = None) -> T
             f"Only one element is supported for the 'wires' parameter, got {listed}: measure "
             "one wire per call"
         )
-    if postselect is not None and (
-        isinstance(postselect, Tracer) or isinstance(postselect, str) or postselect not in (0, 1)
-    ):
-        raise CompileTypeError(
-            f"postselect must be 0 or 1 (or None), got {postselect!r}: it selects the outcome "
-            "kept, and must be known at compile time"
-        )
+    # postselect values are checked by tracing.qnode.measure (qml.measure takes that path too)
+    scope = context.current().quantum if context.is_tracing() else None
+    if getattr(scope, "runs_nothing", False):  # null.qubit
+        return null_measure(scope, wires)
     return _measure(wires, reset=reset, postselect=postselect)
 
 
@@ -64,7 +64,10 @@ def adjoint(fn: Any, lazy: bool = True) -> Any:
     if not callable(fn):
         raise ValueError(f"Expected a callable or a qml.Operator, not {fn!r}")
     if not hybrid.in_qnode_trace():
-        return create_adjoint_op(fn, lazy)
+        # decided again when called: the function may be called inside a QNode trace
+        return _RegionOperator(
+            fn, lambda: adjoint(fn, lazy), lambda base: create_adjoint_op(base, lazy)
+        )
     return hybrid.TransformedCallable(fn, hybrid.Transform(adjoint=True))
 
 
@@ -81,13 +84,22 @@ def ctrl(
     `cond`s and loops, and `control_values` may be traced (known only at run time).
     """
     if not hybrid.in_qnode_trace():
-        return create_controlled_op(
-            op,
-            control,
-            control_values=control_values,
-            work_wires=work_wires,
-            work_wire_type=work_wire_type,
-        )
+
+        def controlled(base: Any) -> Any:
+            return create_controlled_op(
+                base,
+                control,
+                control_values=control_values,
+                work_wires=work_wires,
+                work_wire_type=work_wire_type,
+            )
+
+        if isinstance(op, qml.operation.Operator) or _is_operator_class(op):
+            return controlled(op)
+        if not callable(op):
+            raise ValueError(f"Expected a callable or a qml.Operator, not {op!r}")
+        again = lambda: ctrl(op, control, control_values, work_wires, work_wire_type)  # noqa: E731
+        return _RegionOperator(op, again, controlled)
     wires, static, values = hybrid.split_control_values(control, control_values)
     traced = any(hybrid.is_traced(v) for v in values)
     if isinstance(op, qml.operation.Operator):
@@ -115,3 +127,40 @@ def ctrl(
         work_wire_type=work_wire_type,
     )
     return hybrid.TransformedCallable(op, transform, (wires, values))
+
+
+class _RegionOperator:
+    """`adjoint(fn)` / `ctrl(fn, ...)` of a quantum function made outside a QNode trace.
+
+    Called inside a QNode trace it is the compiled region (`hybrid`); called anywhere else it
+    records the operations `fn` queues and returns *one* PennyLane operator for them (the
+    Adjoint/Controlled of the operation, or of their product), queued in their place. This is
+    Catalyst's behaviour (its HybridAdjoint/HybridCtrl operators outside qjit) with
+    PennyLane's own operator classes, so `.wires`, `qml.matrix` and uncompiled devices work.
+    """
+
+    def __init__(self, fn: Callable, traced: Callable[[], Any], wrap: Callable[[Any], Any]):
+        self.fn = fn
+        self.traced = traced
+        self.wrap = wrap
+        functools.update_wrapper(self, fn, updated=())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if hybrid.in_qnode_trace():
+            return self.traced()(*args, **kwargs)
+        with qml.queuing.AnnotatedQueue() as queue:
+            self.fn(*args, **kwargs)
+        ops = []
+        for obj in queue.queue:
+            if isinstance(obj, qml.measurements.MeasurementProcess):
+                raise ValueError(
+                    f"{getattr(self.fn, '__name__', self.fn)!r} performs a measurement: an "
+                    "adjoint or controlled region may contain only quantum operations"
+                )
+            if isinstance(obj, qml.operation.Operator):
+                ops.append(obj)
+        if not ops:
+            return None  # nothing to invert or control (PennyLane's adjoint gives [] here)
+        # Prod(B, A) is "A, then B": the product of the operations in application order
+        base = ops[0] if len(ops) == 1 else qml.prod(*reversed(ops))
+        return self.wrap(base)

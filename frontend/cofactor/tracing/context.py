@@ -4,12 +4,17 @@ One `TraceContext` exists per compilation. It owns the IR builder (whose inserti
 follows the regions being traced: function bodies, loop bodies, branches), the functions
 emitted so far (QNodes become their own `func.func`), and, while a QNode body is traced, the
 `QuantumScope` that collects PennyLane's queued operations.
+
+The stack of active contexts is per thread: a trace in one thread never changes what code
+running in another thread sees (`is_tracing()` there stays False, so its compiled functions
+run and its PennyLane QNodes execute as usual).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from xdsl.dialects import func
@@ -22,7 +27,18 @@ from cofactor.ir.builder import IRBuilder
 if TYPE_CHECKING:
     from cofactor.tracing.qnode import QuantumScope
 
-_CURRENT: list[TraceContext] = []
+
+class _ThreadState(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[TraceContext] = []  # active trace contexts of this thread
+
+
+_LOCAL = _ThreadState()
+# Traces active in all threads: `is_tracing()` runs on every compiled call, and reading a
+# module global is cheaper than reading a thread-local, so the common case (nobody traces)
+# never touches the thread-local.
+_ACTIVE_TRACES = 0
+_ACTIVE_LOCK = threading.Lock()
 
 
 class TraceContext:
@@ -52,6 +68,10 @@ class TraceContext:
         # the compiled code reports errors through the runtime's error slot (bounds checks
         # of traced indices, interrupts): the launcher must check the slot after each call
         self.runtime_checks = False
+        # loops check for Ctrl-C (tracing/interrupts.py): the counter as read at the start of
+        # each function (by entry block id), and whether the module needs the helpers
+        self.interrupt_counts: dict[int, SSAValue] = {}
+        self.interrupt_checks = False
 
     def hoisted_alloc(self, type_: MemRefType, *, heap: bool = True) -> SSAValue:
         """A buffer allocated once at the start of the current function (not inside the loop
@@ -86,9 +106,10 @@ class TraceContext:
 
 def current() -> TraceContext:
     """The active trace context (raises if nothing is being traced)."""
-    if not _CURRENT:
+    stack = _LOCAL.stack
+    if not stack:
         raise RuntimeError("no cofactor trace is active")
-    return _CURRENT[-1]
+    return stack[-1]
 
 
 def differentiation_method(ctx: TraceContext | None = None) -> str | None:
@@ -101,21 +122,59 @@ def differentiation_method(ctx: TraceContext | None = None) -> str | None:
 
 
 def is_tracing() -> bool:
-    """True while cofactor traces a function (inside `qjit` compilation)."""
-    return bool(_CURRENT)
+    """True while cofactor traces a function (inside `qjit` compilation) in this thread."""
+    return _ACTIVE_TRACES > 0 and bool(_LOCAL.stack)
 
 
 @contextlib.contextmanager
 def tracing(ctx: TraceContext) -> Iterator[TraceContext]:
-    _CURRENT.append(ctx)
+    global _ACTIVE_TRACES
+    stack = _LOCAL.stack
+    stack.append(ctx)
+    with _ACTIVE_LOCK:
+        _ACTIVE_TRACES += 1
     try:
         yield ctx
     finally:
-        _CURRENT.pop()
+        with _ACTIVE_LOCK:
+            _ACTIVE_TRACES -= 1
+        stack.pop()
+
+
+# (id(owner), attribute) -> [number of traces using the replacement, original value]
+_INTERCEPTED: dict[tuple[int, str], list[Any]] = {}
+_INTERCEPT_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def intercept(owner: Any, attr: str, make: Callable[[Any], Any]) -> Iterator[None]:
+    """Replace `owner.attr` by `make(original)` while at least one thread traces.
+
+    The replacement is shared by every thread (attributes of classes and modules are
+    process-wide), so it must dispatch on `is_tracing()`: in a thread that does not trace
+    it has to behave exactly like the original. The first trace installs it, the last one
+    to finish puts the original back."""
+    key = (id(owner), attr)
+    with _INTERCEPT_LOCK:
+        entry = _INTERCEPTED.get(key)
+        if entry is None:
+            original = getattr(owner, attr)
+            entry = _INTERCEPTED[key] = [0, original]
+            setattr(owner, attr, make(original))
+        entry[0] += 1
+    try:
+        yield
+    finally:
+        with _INTERCEPT_LOCK:
+            entry[0] -= 1
+            if entry[0] == 0:
+                del _INTERCEPTED[key]
+                setattr(owner, attr, entry[1])
 
 
 class EvaluationContext:
-    """PennyLane's compiler-plugin hook (`pennylane.compilers` entry point `cofactor.context`)."""
+    """PennyLane's compiler-plugin hook (`pennylane.compilers` entry point `cofactor.context`):
+    `qml.compiler.active()` asks it, so it answers for the calling thread only."""
 
     @classmethod
     def is_tracing(cls) -> bool:

@@ -39,7 +39,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, UnitAttr, f64, i1, i64
 from xdsl.ir import Block, Region, SSAValue
 
-from cofactor.errors import CompileError
+from cofactor.errors import CompileError, CompileTypeError
 from cofactor.ir.builder import memref_type, quantum_attrs
 from cofactor.ir.mlir15 import ObsType, generic_op
 from cofactor.launcher import BufferSpec
@@ -367,7 +367,7 @@ def _device_facts(qnode: Any) -> tuple[int | None, dict[Any, int] | None, int]:
     dev = qnode.device
     name = getattr(dev, "name", type(dev).__name__)
     short = getattr(dev, "short_name", name)
-    if name not in SUPPORTED_DEVICES and short not in SUPPORTED_DEVICES:
+    if name not in SUPPORTED_DEVICES and short not in SUPPORTED_DEVICES and name != "null.qubit":
         raise CompileError(
             f"device {name!r} is not supported by cofactor; use one of "
             f"{', '.join(SUPPORTED_DEVICES)} (they run on cofactor's own simulator)"
@@ -380,6 +380,14 @@ def _device_facts(qnode: Any) -> tuple[int | None, dict[Any, int] | None, int]:
         raise CompileError("shot vectors are not supported by cofactor")
     shots = int(shots_obj.total_shots) if shots_obj is not None and shots_obj.total_shots else 0
     return num_qubits, wire_map, shots
+
+
+def _circuit_scope(qnode: Any, num_qubits: Any, wire_map: Any, shots: int) -> QuantumScope:
+    """The scope a circuit is traced in: null.qubit's runs nothing (tracing/null_device)."""
+    from cofactor.tracing.null_device import NullScope, is_null_device
+
+    cls = NullScope if is_null_device(qnode.device) else QuantumScope
+    return cls(qnode, num_qubits, wire_map, shots)
 
 
 def _static_key(x: Any) -> Any:
@@ -411,13 +419,16 @@ def call_qnode(qnode: Any, args: tuple, kwargs: dict) -> Any:
     captured = [c.cell_contents for c in cells]
     specs = tuple(BufferSpec(t.shape, t.dtype) for t in [*dynamic, *captured])
     static = tuple(_static_key(x) for x in leaves if not _is_dynamic(x))
-    key = (id(qnode), tree, specs, static)
+    # The body is traced differently when Enzyme differentiates it (libm calls become
+    # differentiable math ops, sqrt is guarded at 0): a primal trace cannot serve a gradient.
+    differentiated = context.differentiation_method(ctx) == "auto"
+    key = (id(qnode), tree, specs, static, differentiated)
     entry = ctx.functions.get(key)
     if entry is None:
         entry = _emit_qnode_function(qnode, tree, leaves, specs, cells)
         ctx.functions[key] = entry
     name, out_tree, out_leaves = entry
-    if context.differentiation_method(ctx) == "auto":
+    if differentiated:
         check_differentiable(ctx.qnode_info[name])
     return _emit_call(name, [*dynamic, *captured], out_tree, out_leaves)
 
@@ -458,7 +469,7 @@ def _emit_qnode_function(
     name = ctx.fresh_name(getattr(qnode.func, "__name__", "circuit"))
     in_types = [memref_type(s.shape, s.dtype) for s in specs]
     block = Block(arg_types=in_types)
-    scope = QuantumScope(qnode, num_qubits, wire_map, shots)
+    scope = _circuit_scope(qnode, num_qubits, wire_map, shots)
     outer_values: list[Any] = []
     ctx.quantum, ctx.has_quantum = scope, True
     b.push(block)
@@ -537,6 +548,8 @@ def _emit_qnode_function(
     fn.attributes["cofactor.diff_method"] = StringAttr(info.diff_method)
     fn.attributes["cofactor.num_inputs"] = IntegerAttr(len(in_types), i64)
     fn.sym_visibility = None
+    if getattr(scope, "runs_nothing", False):
+        scope.strip_device(fn)  # null.qubit: a classical function (tracing/null_device)
     b.module_ops.append(fn)
     return name, out_tree, out_leaves
 
@@ -662,34 +675,42 @@ def _emit_call(name: str, dynamic: list[Tracer], out_tree: Any, out_leaves: list
 def capture_qnode_calls() -> Iterator[None]:
     """For the duration of a trace: redirect `QNode.__call__` to `call_qnode`, and make
     `qml.math.is_abstract` true for tracers (as it is for JAX tracers), so that PennyLane
-    skips value checks it cannot do on traced data (e.g. StatePrep's norm check)."""
-    original_call = qml.QNode.__call__
-    original_is_abstract = qml.math.is_abstract
+    skips value checks it cannot do on traced data (e.g. StatePrep's norm check).
 
-    def traced_call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if context.is_tracing():
-            return call_qnode(self, args, kwargs)
-        return original_call(self, *args, **kwargs)
+    Both replacements act only in a thread that is tracing; other threads keep calling
+    the originals (their QNodes execute normally while this thread compiles)."""
 
-    def is_abstract(tensor: Any, like: str | None = None) -> bool:
-        if isinstance(tensor, Tracer | Scalar) or (
-            isinstance(tensor, np.ndarray)
-            and tensor.dtype == object
-            and any(isinstance(v, Scalar) for v in tensor.flat)
-        ):
-            return True
-        return original_is_abstract(tensor, like=like)
+    def make_call(original_call: Any) -> Any:
+        def traced_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if context.is_tracing():
+                return call_qnode(self, args, kwargs)
+            return original_call(self, *args, **kwargs)
 
-    qml.QNode.__call__ = traced_call
-    qml.math.is_abstract = is_abstract
-    try:
+        return traced_call
+
+    def make_is_abstract(original_is_abstract: Any) -> Any:
+        def is_abstract(tensor: Any, like: str | None = None) -> bool:
+            if context.is_tracing() and (
+                isinstance(tensor, Tracer | Scalar)
+                or (
+                    isinstance(tensor, np.ndarray)
+                    and tensor.dtype == object
+                    and any(isinstance(v, Scalar) for v in tensor.flat)
+                )
+            ):
+                return True
+            return original_is_abstract(tensor, like=like)
+
+        return is_abstract
+
+    with (
+        context.intercept(qml.QNode, "__call__", make_call),
+        context.intercept(qml.math, "is_abstract", make_is_abstract),
+    ):
         yield
-    finally:
-        qml.QNode.__call__ = original_call
-        qml.math.is_abstract = original_is_abstract
 
 
-class PostselectError(CompileError, TypeError, ValueError):
+class PostselectError(CompileTypeError, ValueError):
     """A bad `postselect` value: a program cofactor refuses. Catalyst raises TypeError
     ("postselect must be '0' or '1', got ...") and a bad value is a ValueError in Python's
     terms: this is all three, so code written against any of them catches it."""

@@ -156,6 +156,21 @@ const char *cf_rt_gate_info(int64_t gate_id, int64_t *num_params, int64_t *num_w
 void cf_rt_gate_repeat(int64_t repeats, int64_t gate_id, const double *params, int64_t num_params,
                        const int64_t *wires, int64_t num_wires);
 
+/* ---- interrupts (Ctrl-C) ------------------------------------------------------------- */
+/* Bumped by the runtime's SIGINT handler. Compiled loops read it (volatile) at every
+ * back-edge and compare it with the value read when their function started; when it
+ * moved they call cf_rt_interrupt_poll. */
+extern volatile int64_t cf_rt_interrupt_count;
+/* Puts the runtime's SIGINT handler in front of the current one, which it calls in turn
+ * (normally Python's, so Python still raises KeyboardInterrupt). A current SIG_DFL or
+ * SIG_IGN is left alone. Compiled code with loops calls it on entry; the installed handler
+ * is re-checked (one system call) at most every 50 ms. Returns 1 when ours is installed. */
+int64_t cf_rt_interrupt_arm(void);
+/* Called by a compiled loop after a SIGINT: in the process's main thread, reports
+ * CF_ERR_INTERRUPTED in the error slot and returns 1 (the loop exits); in any other thread
+ * returns 0 (the loop runs on: Python interrupts only the main thread). */
+int8_t cf_rt_interrupt_poll(void);
+
 #ifdef __cplusplus
 }
 #endif
