@@ -19,7 +19,6 @@ shrunk (one compile per step: allow a few minutes) to a small program, printed a
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 import numpy as np
@@ -48,24 +47,12 @@ GRAD_TOL = 1e-6
 # PennyLane as in cofactor) loses the derivative that backprop keeps.
 WELL_CONDITIONED = 1e6
 
-# Known bugs (/work/wt/notes/fuzz-findings.md) that the main property test steps around
-# until they are fixed; each has an xfail(strict=True) regression test at the end.
-# F2 (control flow inside adjoint/ctrl blocks), F3 (argnums=(1, 0)) and F4 (Identity terms
-# in Hamiltonians) are fixed: kept switchable.
-BLOCK_CONTROL_FLOW = True
-UNSORTED_ARGNUMS = True
-IDENTITY_TERMS = True
-# F1: a QNode that calls one of these (a libm function) must not be traced outside a
-# gradient before it is differentiated in the same qjit function.
-LIBM_IN_QNODE = ("np.tanh", "np.arctan", "np.cosh")
-
-
-def _avoid_known_bugs(p: Program) -> Program:
-    src = render(p, compiled=True)
-    circuit = src[src.index("def circuit") : src.index("def cost")]
-    if any(name in circuit for name in LIBM_IN_QNODE):
-        p = dataclasses.replace(p, split=True)
-    return p
+# The bugs this test found (/work/wt/notes/fuzz-findings.md, F1-F4) are fixed; each has a
+# reduced regression test at the end. While one is open, switch its part of the program
+# space off here (and mark its regression test xfail(strict=True)).
+BLOCK_CONTROL_FLOW = True  # F2: loops and branches inside adjoint/ctrl blocks
+UNSORTED_ARGNUMS = True  # F3: argnums=(1, 0)
+IDENTITY_TERMS = True  # F4: Identity terms in Hamiltonians
 
 
 def _namespace(p: Program, compiled: bool) -> dict:
@@ -151,25 +138,19 @@ def _settings(fn):
     )
 )
 def test_compiled_programs_match_pennylane(p: Program) -> None:
-    p = _avoid_known_bugs(p)
     note(reproducer(p))
     check(p)
 
 
 # ---------------------------------------------------------------------------------------
-# Bugs the fuzzer found (fuzz-findings.md), reduced. Open ones are xfail(strict=True): a fix
-# makes them XPASS, which fails; then drop the mark and the matching workaround above.
+# Bugs the fuzzer found (fuzz-findings.md), reduced; all fixed on main by now.
 
 dev1 = qml.device("default.qubit", wires=1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=cofactor.DifferentiableCompileError,
-    reason="F1: a QNode traced outside a gradient keeps libm calls (@tanh) that Enzyme "
-    "cannot differentiate when the same QNode is differentiated later",
-)
-def test_known_bug_libm_in_qnode_traced_before_grad() -> None:
+def test_fixed_bug_libm_in_qnode_traced_before_grad() -> None:
+    """F1: was '@tanh is differentiated but has no body and no gradient rule'."""
+
     @qml.qnode(dev1, diff_method="adjoint")
     def circuit(z):
         qml.RX(np.tanh(z), wires=0)
