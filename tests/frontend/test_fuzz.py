@@ -1,6 +1,6 @@
 """Property test: random small hybrid programs, compiled by cofactor, against PennyLane.
 
-Each example is a program drawn by `fuzz_programs.programs()` (classical numpy
+Each example is a program drawn by `fuzz_strategies.programs()` (classical numpy
 pre-processing with for/while/cond, a circuit with gates, loops, branches, adjoint and ctrl
 blocks, measurements, classical post-processing), rendered twice as Python source. The
 cofactor version's values and its gradients (`cofactor.grad` / `cofactor.jacobian` inside
@@ -24,7 +24,8 @@ import os
 import numpy as np
 import pennylane as qml
 import pytest
-from fuzz_programs import Program, programs, render, reproducer
+from fuzz_programs import Program, render, reproducer
+from fuzz_strategies import programs
 from hypothesis import HealthCheck, Phase, assume, given, note, seed, settings
 
 import cofactor
