@@ -261,3 +261,113 @@ def test_pennylane_qjit_passes_options_through():
 
     assert f(2.0, n=3) == 6.0
     assert isinstance(f, cofactor.QJIT)
+
+
+# ---- autograph=True (diastatic-malt) ---------------------------------------------------------
+def test_autograph_if_on_traced_value():
+    @qjit(autograph=True)
+    def f(x):
+        if x > 1.0:
+            y = x * 2
+            z = 1.0
+        elif x > 0.0:
+            y = x + 10
+            z = 2.0
+        else:
+            y = -x
+            z = 3.0
+        return y * z
+
+    for x in (2.0, 0.5, -3.0):
+        expected = (x * 2 * 1.0) if x > 1 else (x + 10) * 2.0 if x > 0 else -x * 3.0
+        assert f(x) == pytest.approx(expected)
+    assert f.compile_count == 1  # one compiled program, branching at run time
+
+
+def test_autograph_return_inside_if():
+    @qjit(autograph=True)
+    def f(x):
+        if x < 0:
+            return -x
+        return x
+
+    assert f(-2.0) == 2.0
+    assert f(3.0) == 3.0
+
+
+def test_autograph_for_over_traced_range_and_while():
+    @qjit(autograph=True)
+    def f(n, x):
+        s = 0.0
+        for i in range(1, n):
+            s = s + i * x
+        while s < 100.0:
+            s = s * 2
+        return s
+
+    def ref(n, x):
+        s = 0.0
+        for i in range(1, n):
+            s = s + i * x
+        while s < 100.0:
+            s = s * 2
+        return s
+
+    for n, x in [(4, 1.0), (10, 0.5), (3, 7.0)]:
+        assert f(n, x) == pytest.approx(ref(n, x))
+    assert f.compile_count == 1
+
+
+def test_autograph_python_values_keep_python_control_flow():
+    @qjit(autograph=True)
+    def f(x, layers=3):
+        for _ in range(layers):  # a Python range: unrolled
+            x = x * 2
+        if layers > 2:  # a Python bool: a Python if
+            x = x + 1
+        return x
+
+    assert f(1.0) == 9.0
+
+
+def test_autograph_qnode_matches_pennylane():
+    dev = qml.device("default.qubit", wires=2)
+
+    def circuit(x, n):
+        for i in range(n):
+            qml.RX(x * (i + 1), 0)
+        if x > 0.5:
+            qml.CNOT([0, 1])
+        else:
+            qml.Hadamard(1)
+        return qml.expval(qml.Z(0) @ qml.Z(1))
+
+    compiled = qjit(qml.QNode(circuit, dev), autograph=True)
+    ref = qml.QNode(circuit, dev)
+    for x, n in [(0.3, 3), (0.7, 2), (0.9, 0)]:
+        assert compiled(x, n) == pytest.approx(ref(x, n))
+    assert compiled.compile_count == 1
+    assert isinstance(compiled.user_function, qml.QNode)
+    assert compiled.original_function.func is circuit
+
+
+def test_autograph_variable_defined_in_one_branch_is_named():
+    @qjit(autograph=True)
+    def f(x):
+        if x > 0:
+            y = x
+        return y  # noqa: F821 (undefined when x <= 0)
+
+    with pytest.raises(CompileError, match="'y' is not defined on every path"):
+        f(1.0)
+
+
+def test_without_autograph_python_if_on_traced_value_points_to_cond():
+    @qjit
+    def f(x):
+        if x > 1:
+            return x
+        return -x
+
+    with pytest.raises(CompileError, match="cofactor.cond"):
+        f(2.0)
