@@ -371,3 +371,33 @@ def test_without_autograph_python_if_on_traced_value_points_to_cond():
 
     with pytest.raises(CompileError, match="cofactor.cond"):
         f(2.0)
+
+
+# ---- pure_callback with dict results ---------------------------------------------------------
+def test_pure_callback_returning_a_dict():
+    @cofactor.pure_callback
+    def stats(x) -> {"mean": float, "spread": cofactor.ShapeDtype((2,), float)}:
+        # keys in another order than declared: matched by key
+        return {"spread": np.array([x.min(), x.max()]), "mean": float(np.mean(x))}
+
+    @qjit
+    def f(x):
+        d = stats(x)
+        return d["mean"] * 2, d["spread"]
+
+    mean2, spread = f(np.array([1.0, 2.0, 6.0]))
+    assert mean2 == 6.0
+    np.testing.assert_array_equal(spread, [1.0, 6.0])
+
+
+def test_pure_callback_dict_with_wrong_keys_is_named():
+    @cofactor.pure_callback
+    def bad(x) -> {"a": float}:
+        return {"b": x}
+
+    @qjit
+    def f(x):
+        return bad(x)["a"]
+
+    with pytest.raises(TypeError, match=r"expected a dict with keys \['a'\].*got \['b'\]"):
+        f(1.0)
