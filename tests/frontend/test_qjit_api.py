@@ -375,8 +375,8 @@ def test_without_autograph_python_if_on_traced_value_points_to_cond():
 
 # ---- pure_callback with dict results ---------------------------------------------------------
 def test_pure_callback_returning_a_dict():
-    @cofactor.pure_callback
-    def stats(x) -> {"mean": float, "spread": cofactor.ShapeDtype((2,), float)}:
+    @cofactor.pure_callback(result_type={"mean": float, "spread": cofactor.ShapeDtype((2,), float)})
+    def stats(x):
         # keys in another order than declared: matched by key
         return {"spread": np.array([x.min(), x.max()]), "mean": float(np.mean(x))}
 
@@ -391,8 +391,8 @@ def test_pure_callback_returning_a_dict():
 
 
 def test_pure_callback_dict_with_wrong_keys_is_named():
-    @cofactor.pure_callback
-    def bad(x) -> {"a": float}:
+    @cofactor.pure_callback(result_type={"a": float})
+    def bad(x):
         return {"b": x}
 
     @qjit
