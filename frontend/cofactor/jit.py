@@ -68,6 +68,10 @@ class CompiledFunction:
     def run(self, leaves: list[Any]) -> Any:
         outs = iter(self.launcher(leaves))
         values = [next(outs) if isinstance(o, BufferSpec) else o for o in self.out_leaves]
+        if self.out_tree[0] == "pennylane":
+            import pennylane as qml
+
+            return qml.pytrees.unflatten(values, self.out_tree[1])
         return pytree.unflatten(self.out_tree, values)
 
 
@@ -301,7 +305,7 @@ class QJIT:
             args, kwargs = layout.rebuild(static, pytree.unflatten(tree, tracers))
             result = self.user_function(*args, **kwargs)
             # every result leaf (traced or constant) is written to an out-parameter memref
-            out_values, out_tree = pytree.flatten(result)
+            out_values, out_tree = _flatten_result(result)
             out_tracers = [as_tracer(v) for v in out_values]
             out_leaves: list[Any] = [BufferSpec(t.shape, t.dtype) for t in out_tracers]
             out_args = [
@@ -344,6 +348,28 @@ class QJIT:
 
     def __repr__(self) -> str:
         return f"<cofactor.QJIT {self.__name__}, {len(self._cache)} compiled signature(s)>"
+
+
+def _flatten_result(result: Any) -> tuple[list[Any], Any]:
+    """The leaves and tree of a function's result. A result holding PennyLane operators is
+    flattened by PennyLane's pytrees (an operator's data are leaves, its wires and other
+    metadata are structure), so a compiled function can return operators, as in Catalyst."""
+    if not _has_operator(result):
+        return pytree.flatten(result)
+    import pennylane as qml
+
+    leaves, structure = qml.pytrees.flatten(result)
+    return leaves, ("pennylane", structure)
+
+
+def _has_operator(value: Any) -> bool:
+    if isinstance(value, tuple | list):
+        return any(_has_operator(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_operator(v) for v in value.values())
+    import pennylane as qml
+
+    return isinstance(value, qml.operation.Operator)
 
 
 def _compile_module(mlir: str, name: str, keep_intermediate: Any) -> Any:

@@ -401,3 +401,17 @@ def test_pure_callback_dict_with_wrong_keys_is_named():
 
     with pytest.raises(TypeError, match=r"expected a dict with keys \['a'\].*got \['b'\]"):
         f(1.0)
+
+
+# ---- returning operators ---------------------------------------------------------------------
+def test_compiled_function_returns_operators():
+    @qjit
+    def f(x):
+        h = qml.Hamiltonian([x, 0.5], [qml.Z(0), qml.X(1) @ qml.Y(2)])
+        return qml.RX(x * 2, 0), {"h": h}
+
+    op, d = f(0.3)
+    assert qml.equal(op, qml.RX(0.6, 0))
+    expected = qml.Hamiltonian([0.3, 0.5], [qml.Z(0), qml.X(1) @ qml.Y(2)])
+    np.testing.assert_allclose(qml.matrix(d["h"]), qml.matrix(expected))
+    assert d["h"].wires == expected.wires
