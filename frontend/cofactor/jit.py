@@ -114,6 +114,7 @@ class QJIT:
         self._binder = CallBinder(self._signature, self.__name__, static_argnums, static_argnames)
         self.static_argnums = self._binder.argnums
         self.static_argnames = tuple(sorted(self._binder.argnames))
+        self._quick_ok = not self._binder.has_static  # calls may take `_split`'s fast path
         self._lock = threading.RLock()  # one compilation of this function at a time
         self.keep_intermediate = keep_intermediate
         self.seed = seed
@@ -181,7 +182,7 @@ class QJIT:
         # Fast path: only Python scalars and numpy arrays, by position, nothing static -> the
         # key depends only on their types / shapes / dtypes, remembered from an earlier call.
         quick = None
-        if not kwargs and not self._binder.has_static:
+        if not kwargs and self._quick_ok:
             quick = tuple(
                 a.__class__ if a.__class__ in _PY_SCALARS
                 else (a.shape, a.dtype) if a.__class__ is np.ndarray
