@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import sys
 import threading
 import time
 import warnings
@@ -34,131 +35,22 @@ from xdsl.ir import Block, Region
 from cofactor.errors import CompileError
 from cofactor.ir.builder import memref_type
 from cofactor.launcher import BufferSpec, Launcher
+from cofactor.signature import (
+    _PY_SCALARS,
+    CallBinder,
+    Layout,
+    ShapeDtype,
+    StaticValues,
+    _is_uint64,
+    _promotes,
+    annotation_specs,
+    split_slots,
+)
 from cofactor.tracing import context, interrupts, pytree
 from cofactor.tracing.numpy_rules import as_tracer, store_tracer
-from cofactor.tracing.tracer import Tracer, normalize_dtype
+from cofactor.tracing.tracer import Tracer
 
-_PY_SCALARS = {
-    float: np.dtype(np.float64),
-    int: np.dtype(np.int64),
-    bool: np.dtype(np.bool_),
-    complex: np.dtype(np.complex128),
-}
-
-
-@dataclass(frozen=True)
-class ShapeDtype:
-    """An abstract array argument for ahead-of-time compilation: `x: ShapeDtype((3,), float)`.
-
-    Any object with `.shape` and `.dtype` (e.g. `jax.ShapeDtypeStruct`) works the same way.
-    """
-
-    shape: tuple[int, ...]
-    dtype: Any = np.float64
-
-
-def _leaf_spec(x: Any, where: str) -> BufferSpec:
-    """The BufferSpec of one dynamic argument leaf (raises a CompileError for bad input)."""
-    dtype = _PY_SCALARS.get(type(x))
-    if dtype is not None:
-        if dtype is _INT:
-            _check_int64(x, where)
-        return BufferSpec((), dtype)
-    if isinstance(x, np.ndarray | np.generic):
-        if x.dtype.kind not in "biufc":
-            raise CompileError(
-                f"{where}: arrays of dtype {x.dtype} cannot be compiled; expected numbers "
-                "(bool, int, float or complex)"
-            )
-        if x.dtype == np.uint64 and x.size and np.max(x) > _INT64_MAX:
-            raise OverflowError(
-                f"{where}: uint64 value {np.max(x)} does not fit in int64, the integer type "
-                "of compiled code (convert it to float, or keep it below 2**63)"
-            )
-        return BufferSpec(tuple(x.shape), normalize_dtype(x.dtype))
-    if isinstance(x, list | tuple):
-        arr = np.asarray(x)
-        if arr.dtype == object and all(type(v) is int for v in arr.flat):
-            _check_int64(max(arr.flat, key=abs), where)
-        return _leaf_spec(arr, where)
-    raise CompileError(
-        f"{where}: cannot compile with an argument of type {type(x).__name__}; expected a "
-        "number, a numpy array, or a tuple/list/dict of them (or mark it static with "
-        "static_argnums)"
-    )
-
-
-_INT = _PY_SCALARS[int]
-_INT64_MAX = 2**63 - 1
-
-
-def _check_int64(value: int, where: str) -> None:
-    """OverflowError for a Python int outside int64, as `np.int64(value)` raises."""
-    if not -_INT64_MAX - 1 <= value <= _INT64_MAX:
-        raise OverflowError(
-            f"{where}: Python int too large to convert to C long ({value} is outside the "
-            "int64 range of compiled code)"
-        )
-
-
-def _is_uint64(x: Any) -> bool:
-    return getattr(x, "dtype", None) == np.uint64
-
-
-class StaticValues:
-    """The static arguments of a call, as part of a cache key.
-
-    Python's `==` would make a NaN argument miss the cache on every call (NaN != NaN) and
-    would let -0.0 reuse code compiled for 0.0 (they are equal, but `1 / x` differs):
-    the key compares a normalised form instead, in which NaNs are equal and the sign of a
-    zero counts."""
-
-    __slots__ = ("values", "_norm", "_hash")
-
-    def __init__(self, values: tuple) -> None:
-        self.values = values
-        self._norm = _normalise_static(values)
-        self._hash = hash(self._norm)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, StaticValues) and self._norm == other._norm
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __repr__(self) -> str:
-        return f"StaticValues({self.values!r})"
-
-
-_NAN_KEY = object()
-_ZERO_KEY = object()
-
-
-def _normalise_static(value: Any) -> Any:
-    if isinstance(value, float | np.floating):
-        if value != value:
-            return (_NAN_KEY, type(value))
-        if value == 0:
-            return (_ZERO_KEY, type(value), bool(np.signbit(value)))
-        return value
-    if isinstance(value, complex | np.complexfloating):
-        return (type(value), _normalise_static(value.real), _normalise_static(value.imag))
-    if type(value) is tuple:
-        return tuple(_normalise_static(v) for v in value)
-    return value
-
-
-def _is_array_list(x: Any) -> bool:
-    """Lists/tuples of plain numbers are arrays (as in `f([0.2, 0.3])`), not pytrees."""
-    if not isinstance(x, list | tuple) or not x:
-        return False
-    return all(type(v) in _PY_SCALARS or isinstance(v, np.generic) for v in x) or all(
-        _is_array_list(v) for v in x
-    )
-
-
-def _promotes(src: BufferSpec, dst: BufferSpec) -> bool:
-    return src.shape == dst.shape and np.can_cast(src.dtype, dst.dtype, "safe")
+__all__ = ["QJIT", "ShapeDtype", "qjit"]
 
 
 @dataclass
@@ -176,51 +68,77 @@ class CompiledFunction:
     def run(self, leaves: list[Any]) -> Any:
         outs = iter(self.launcher(leaves))
         values = [next(outs) if isinstance(o, BufferSpec) else o for o in self.out_leaves]
+        if self.out_tree[0] == "pennylane":
+            import pennylane as qml
+
+            return qml.pytrees.unflatten(values, self.out_tree[1])
         return pytree.unflatten(self.out_tree, values)
 
 
 class QJIT:
-    """A function compiled by cofactor. Call it like the original function."""
+    """A function compiled by cofactor. Call it like the original function.
+
+    As in Catalyst, `original_function` and `user_function` are the object given to qjit (a
+    QNode stays a QNode, so `qml.draw`, `qml.matrix` and
+    `qml.workflow.get_compile_pipeline` accept the compiled object); `user_function` is the
+    AutoGraph-converted function when `autograph=True`.
+    """
 
     def __init__(
         self,
         fn: Callable,
         *,
         static_argnums: int | tuple[int, ...] | None = None,
+        static_argnames: str | tuple[str, ...] | None = None,
         keep_intermediate: bool | str | Path = False,
         seed: int | None = None,
+        target: str = "binary",
+        autograph: bool = False,
+        autograph_include: tuple = (),
+        verbose: bool = False,
+        logfile: Any = None,
     ) -> None:
         self.original_function = fn
-        self.user_function = getattr(fn, "func", fn)  # a QNode's quantum function
-        functools.update_wrapper(self, self.user_function)
-        self.__name__ = getattr(self.user_function, "__name__", "qjit_fn")
+        self.user_function = fn
+        if autograph:
+            from cofactor.autograph import run_autograph
+
+            self.user_function = run_autograph(fn, autograph_include)
+        # the Python function under a QNode: its signature, name and annotations
+        py_function = getattr(fn, "func", fn)
+        functools.update_wrapper(self, py_function)
+        self.__name__ = getattr(py_function, "__name__", "qjit_fn")
         #: the entry point's symbol (and library name): the name as a C identifier
         self.symbol = re.sub(r"\W", "_", self.__name__).strip("_") or "qjit_fn"
-        self._signature = inspect.signature(self.user_function)
-        params = list(self._signature.parameters.values())
-        self._num_params = len(params)
-        # Keyword-only parameters (and a **kwargs dict) are passed after the positional
-        # ones, in signature order, and traced like them; calls with any of them go
-        # through `_bind`.
-        self._kw_names = tuple(p.name for p in params if p.kind is p.KEYWORD_ONLY)
-        self._var_kw = any(p.kind is p.VAR_KEYWORD for p in params)
-        self._n_tail = len(self._kw_names) + self._var_kw
-        self._fast_arity = -1 if self._n_tail else self._num_params
+        self._signature = inspect.signature(py_function)
+        self._binder = CallBinder(self._signature, self.__name__, static_argnums, static_argnames)
+        self.static_argnums = self._binder.argnums
+        self.static_argnames = tuple(sorted(self._binder.argnames))
+        self._quick_ok = not self._binder.has_static  # calls may take `_split`'s fast path
         self._lock = threading.RLock()  # one compilation of this function at a time
-        self.static_argnums = self._check_static_argnums(static_argnums)
         self.keep_intermediate = keep_intermediate
         self.seed = seed
+        self.target = target
+        self.verbose = verbose
+        self.logfile = logfile
         self._cache: dict[Hashable, CompiledFunction] = {}
         self._quick_keys: dict[tuple, Hashable] = {}
         self._promoted: dict[Hashable, CompiledFunction] = {}  # call key -> binary it promotes to
         self._last: CompiledFunction | None = None
+        self._aot_mlir: str | None = None  # target="mlir": the module traced ahead of time
         self.compile_count = 0
-        annotations = self._abstract_arguments()
+        annotations = (
+            None if self._binder.has_static else annotation_specs(py_function, self._signature)
+        )
         self._aot = False  # compiled ahead of time from annotations
         if annotations is not None:
             try:
-                self._compile_for(annotations)
-                self._aot = True
+                if target == "mlir":
+                    tree = ("tuple", tuple(pytree.LEAF for _ in annotations))
+                    self._aot_mlir = self._trace(tree, annotations, ())[0]
+                else:
+                    self._compile_for(annotations)
+                    self._aot = True
             except CompileError as err:
                 warnings.warn(
                     f"AOT compilation of {self.__name__} failed; it will be compiled at the "
@@ -229,54 +147,11 @@ class QJIT:
                     stacklevel=2,
                 )
 
-    # -- configuration ---------------------------------------------------------------
-    def _check_static_argnums(self, static_argnums: Any) -> tuple[int, ...]:
-        if static_argnums is None:
-            return ()
-        nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
-        for n in nums:
-            if not isinstance(n, int) or isinstance(n, bool):
-                raise TypeError(
-                    f"The `static_argnums` argument to qjit must be an int or a sequence of "
-                    f"ints, got {static_argnums!r}"
-                )
-            if not -self._num_params <= n < self._num_params:
-                raise CompileError(
-                    f"static_argnums={n} is beyond the valid range: {self.__name__} takes "
-                    f"{self._num_params} argument(s)"
-                )
-        return tuple(sorted(n % self._num_params for n in nums))
-
-    def _abstract_arguments(self) -> tuple | None:
-        """Abstract arguments from type annotations (`x: float`, `y: ShapeDtype(...)`), if
-        every parameter has one and nothing is static; None otherwise (JIT mode)."""
-        if self.static_argnums or not self._num_params:
-            return None
-        kinds = {p.kind for p in self._signature.parameters.values()}
-        if inspect.Parameter.VAR_POSITIONAL in kinds or inspect.Parameter.VAR_KEYWORD in kinds:
-            return None
-        try:
-            hints = inspect.get_annotations(self.user_function, eval_str=True)
-        except Exception:
-            return None
-        specs = []
-        for name in self._signature.parameters:
-            ann = hints.get(name)
-            if ann in _PY_SCALARS:
-                specs.append(BufferSpec((), _PY_SCALARS[ann]))
-            elif hasattr(ann, "shape") and hasattr(ann, "dtype"):
-                specs.append(BufferSpec(tuple(ann.shape), normalize_dtype(ann.dtype)))
-            else:
-                return None
-        return tuple(specs)
-
     # -- calling ---------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if context.is_tracing():  # nested qjit: inline the Python function
-            return self.original_function(*args, **kwargs)
-        if kwargs or len(args) != self._fast_arity:
-            args = self._bind(args, kwargs)
-        leaves, key = self._split(args)
+            return self.user_function(*args, **kwargs)
+        leaves, key = self._split(args, kwargs)
         compiled = self._cache.get(key) or self._promoted.get(key)
         if compiled is None:
             compiled = self._lookup_or_compile(key)
@@ -301,40 +176,13 @@ class QJIT:
                 )
             return self._compile_for_key(key)
 
-    def _bind(self, args: tuple, kwargs: dict) -> tuple:
-        """All arguments in signature order: the positional ones (with *args expanded),
-        then the keyword-only ones, then the **kwargs dict (defaults applied)."""
-        try:
-            bound = self._signature.bind(*args, **kwargs)
-        except TypeError as err:
-            raise TypeError(f"{self.__name__}: {err}") from None
-        bound.apply_defaults()
-        if not self._n_tail:
-            return bound.args
-        tail = [bound.arguments[name] for name in self._kw_names]
-        if self._var_kw:
-            var_kw = next(
-                p.name for p in self._signature.parameters.values() if p.kind is p.VAR_KEYWORD
-            )
-            tail.append(dict(bound.arguments.get(var_kw, {})))
-        return (*bound.args, *tail)
-
-    def _call_traced(self, args: list[Any]) -> Any:
-        """Call the Python function on the (traced) arguments in `_bind`'s order."""
-        if not self._n_tail:
-            return self.original_function(*args)
-        split = len(args) - self._n_tail
-        kw = dict(zip(self._kw_names, args[split:], strict=False))
-        if self._var_kw:
-            kw.update(args[-1])
-        return self.original_function(*args[:split], **kw)
-
-    def _split(self, args: tuple) -> tuple[list[Any], Hashable]:
-        """Dynamic leaves of the call, and its cache key (tree, leaf specs, static values)."""
-        # Fast path: only Python scalars and numpy arrays, nothing static -> the key depends
-        # only on their types / shapes / dtypes, remembered from an earlier call.
+    def _split(self, args: tuple, kwargs: dict) -> tuple[list[Any], Hashable]:
+        """Dynamic leaves of the call, and its cache key (layout, tree, leaf specs, static
+        values)."""
+        # Fast path: only Python scalars and numpy arrays, by position, nothing static -> the
+        # key depends only on their types / shapes / dtypes, remembered from an earlier call.
         quick = None
-        if not self.static_argnums:
+        if not kwargs and self._quick_ok:
             quick = tuple(
                 a.__class__ if a.__class__ in _PY_SCALARS
                 else (a.shape, a.dtype) if a.__class__ is np.ndarray
@@ -344,43 +192,20 @@ class QJIT:
             key = self._quick_keys.get(quick)
             if key is not None:
                 return list(args), key
-        leaves, key = self._split_slow(args)
+        layout, values = self._binder.bind(args, kwargs)
+        leaves, tree, specs, static = split_slots(
+            layout, values, self.__name__, self._binder.pos_names
+        )
+        key = (layout, tree, specs, static)
         # (uint64 arrays keep taking the slow path: their values are checked there)
         if quick is not None and None not in quick and not any(_is_uint64(a) for a in args):
             self._quick_keys[quick] = key
         return leaves, key
 
-    def _split_slow(self, args: tuple) -> tuple[list[Any], Hashable]:
-        static = []
-        dynamic = []
-        for i, a in enumerate(args):
-            if i in self.static_argnums:
-                try:
-                    hash(a)
-                except TypeError:
-                    raise CompileError(
-                        f"static argument {i} of {self.__name__} must be hashable, got "
-                        f"{type(a).__name__}"
-                    ) from None
-                static.append(a)
-            else:
-                dynamic.append(a)
-        leaves: list[Any] = []
-        subtrees = []
-        for a in dynamic:
-            sub_leaves, sub_tree = pytree.flatten(a, is_leaf=_is_array_list)
-            leaves += sub_leaves
-            subtrees.append(sub_tree)
-        tree = ("tuple", tuple(subtrees))
-        specs = tuple(
-            _leaf_spec(x, f"{self.__name__}: argument leaf {i}") for i, x in enumerate(leaves)
-        )
-        return leaves, (tree, specs, StaticValues(tuple(static)))
-
     def _find_promotable(self, key: Any) -> CompiledFunction | None:
-        tree, specs, static = key
-        for (t2, specs2, static2), compiled in self._cache.items():
-            if t2 != tree or len(specs2) != len(specs) or static2 != static:
+        layout, tree, specs, static = key
+        for (layout2, t2, specs2, static2), compiled in self._cache.items():
+            if layout2 != layout or t2 != tree or len(specs2) != len(specs) or static2 != static:
                 continue
             if all(_promotes(a, b) for a, b in zip(specs, specs2, strict=True)):
                 return compiled
@@ -388,7 +213,7 @@ class QJIT:
 
     def _compile_for(self, specs: tuple[BufferSpec, ...]) -> CompiledFunction:
         tree = ("tuple", tuple(pytree.LEAF for _ in specs))
-        return self._compile_for_key((tree, specs, StaticValues(())))
+        return self._compile_for_key((Layout.positional(len(specs)), tree, specs, StaticValues(())))
 
     def _compile_for_key(self, key: Any) -> CompiledFunction:
         compiled = self._compile(*key)
@@ -398,12 +223,13 @@ class QJIT:
 
     # -- compiling -------------------------------------------------------------------
     def _compile(
-        self, tree: Any, specs: tuple[BufferSpec, ...], static: StaticValues
+        self, layout: Layout, tree: Any, specs: tuple[BufferSpec, ...], static: StaticValues
     ) -> CompiledFunction:
         start = time.perf_counter()
         mlir, out_tree, out_leaves, checks_runtime, has_callbacks = self._trace_module(
-            tree, specs, static
+            tree, specs, static, layout
         )
+        traced = time.perf_counter()
         library = _compile_module(mlir, self.symbol, self.keep_intermediate)
         if has_callbacks:
             from cofactor.api_extensions.callbacks import install_trampoline
@@ -426,20 +252,37 @@ class QJIT:
             callbacks=has_callbacks,
         )
         self.compile_count += 1
+        if self.verbose:
+            end = time.perf_counter()
+            print(
+                f"cofactor: compiled {self.__name__} for {_describe(layout, specs, static)}: "
+                f"traced in {traced - start:.3f} s, compiled to {library.so_path} in "
+                f"{end - traced:.3f} s",
+                file=self.logfile or sys.stderr,
+            )
         return CompiledFunction(
             specs, out_tree, out_leaves, launcher, library, mlir, time.perf_counter() - start
         )
 
     def _trace(
-        self, tree: Any, specs: tuple[BufferSpec, ...], static: StaticValues | tuple
+        self,
+        tree: Any,
+        specs: tuple[BufferSpec, ...],
+        static: StaticValues | tuple,
+        layout: Layout | None = None,
     ) -> tuple[str, Any, list[Any], bool]:
         """Trace the Python function on abstract arguments; returns the MLIR module text,
         the output tree, the output leaves and whether the compiled code reports errors
-        through the runtime's error slot (quantum ops, runtime checks)."""
-        return self._trace_module(tree, specs, static)[:4]
+        through the runtime's error slot (quantum ops, runtime checks). Without a layout,
+        the arguments are all positional, static at `static_argnums`."""
+        return self._trace_module(tree, specs, static, layout)[:4]
 
     def _trace_module(
-        self, tree: Any, specs: tuple[BufferSpec, ...], static: StaticValues | tuple
+        self,
+        tree: Any,
+        specs: tuple[BufferSpec, ...],
+        static: StaticValues | tuple,
+        layout: Layout | None = None,
     ) -> tuple[str, Any, list[Any], bool, bool]:
         """`_trace`, and whether the compiled code calls Python callbacks. (Returned rather
         than kept on the object: two threads may trace new signatures at once.)"""
@@ -447,6 +290,8 @@ class QJIT:
 
         if isinstance(static, StaticValues):
             static = static.values
+        if layout is None:
+            layout = Layout.positional(len(static) + len(tree[1]), self.static_argnums)
         ctx = context.TraceContext(self.symbol, seed=self.seed)
         b = ctx.builder
         in_types = [memref_type(s.shape, s.dtype) for s in specs]
@@ -458,15 +303,10 @@ class QJIT:
                 Tracer.from_memref(arg, s.shape, s.dtype, anchor=block)
                 for arg, s in zip(block.args, specs, strict=True)
             ]
-            dynamic = iter(pytree.unflatten(tree, tracers))
-            static_iter = iter(static)
-            args = [
-                next(static_iter) if i in self.static_argnums else next(dynamic)
-                for i in range(len(static) + len(tree[1]))
-            ]
-            result = self._call_traced(args)
+            args, kwargs = layout.rebuild(static, pytree.unflatten(tree, tracers))
+            result = self.user_function(*args, **kwargs)
             # every result leaf (traced or constant) is written to an out-parameter memref
-            out_values, out_tree = pytree.flatten(result)
+            out_values, out_tree = _flatten_result(result)
             out_tracers = [as_tracer(v) for v in out_values]
             out_leaves: list[Any] = [BufferSpec(t.shape, t.dtype) for t in out_tracers]
             out_args = [
@@ -493,8 +333,9 @@ class QJIT:
     # -- inspection ------------------------------------------------------------------
     @property
     def mlir(self) -> str | None:
-        """The MLIR module the frontend emitted (for the most recent compilation)."""
-        return self._last.mlir if self._last else None
+        """The MLIR module the frontend emitted (for the most recent compilation, or traced
+        ahead of time with `target="mlir"`)."""
+        return self._last.mlir if self._last else self._aot_mlir
 
     @property
     def mlir_opt(self) -> str | None:
@@ -508,6 +349,28 @@ class QJIT:
 
     def __repr__(self) -> str:
         return f"<cofactor.QJIT {self.__name__}, {len(self._cache)} compiled signature(s)>"
+
+
+def _flatten_result(result: Any) -> tuple[list[Any], Any]:
+    """The leaves and tree of a function's result. A result holding PennyLane operators is
+    flattened by PennyLane's pytrees (an operator's data are leaves, its wires and other
+    metadata are structure), so a compiled function can return operators, as in Catalyst."""
+    if not _has_operator(result):
+        return pytree.flatten(result)
+    import pennylane as qml
+
+    leaves, structure = qml.pytrees.flatten(result)
+    return leaves, ("pennylane", structure)
+
+
+def _has_operator(value: Any) -> bool:
+    if isinstance(value, tuple | list):
+        return any(_has_operator(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_operator(v) for v in value.values())
+    import pennylane as qml
+
+    return isinstance(value, qml.operation.Operator)
 
 
 def _compile_module(mlir: str, name: str, keep_intermediate: Any) -> Any:
@@ -530,26 +393,167 @@ def _compile_module(mlir: str, name: str, keep_intermediate: Any) -> Any:
         raise
 
 
+def _describe(layout: Layout, specs: tuple[BufferSpec, ...], static: StaticValues) -> str:
+    """A short text of one compiled signature (for `verbose=True`)."""
+    leaves = ", ".join(f"{s.dtype}{list(s.shape)}" for s in specs)
+    text = f"({leaves})"
+    if layout.kw_names:
+        text += f" keywords {list(layout.kw_names)}"
+    if static.values:
+        text += f" static {static.values!r}"
+    return text
+
+
+# Catalyst's qjit options, and their default values: accepted with these values (and the ones
+# `_check_options` lets through), refused with a message naming the option otherwise.
+_CATALYST_DEFAULTS: dict[str, Any] = {
+    "async_qnodes": False,
+    "use_nameloc": False,
+    "pipelines": None,
+    "abstracted_axes": None,
+    "disable_assertions": False,
+    "circuit_transform_pipeline": None,
+    "pass_plugins": None,
+    "dialect_plugins": None,
+    "skip_preprocess": False,
+    "collect_decomp_rules": True,
+}
+_TARGETS = ("binary", "mlir", "llvmir")
+_WHY_NOT: dict[str, str] = {
+    "pipelines": "cofactor compiles with its own fixed pipeline (cofactor-opt, LLVM, Enzyme); "
+    "custom MLIR pass pipelines are not supported",
+    "abstracted_axes": "dynamically-shaped arrays are not supported: every array argument has "
+    "a static shape (a new shape compiles a new version)",
+    "circuit_transform_pipeline": "apply PennyLane transforms to the QNode instead (e.g. "
+    "@qml.transforms.cancel_inverses under @qml.qnode); they run at trace time",
+    "pass_plugins": "MLIR pass plugins are not supported",
+    "dialect_plugins": "MLIR dialect plugins are not supported",
+}
+
+
+def _check_options(options: dict[str, Any]) -> None:
+    """Catalyst options at values cofactor cannot honour raise an error naming the option."""
+    for name, value in options.items():
+        default = _CATALYST_DEFAULTS[name]
+        if value is default or value == default:
+            continue
+        if name in ("pass_plugins", "dialect_plugins") and not value:
+            continue  # an empty list/set is the same as none
+        if name in ("async_qnodes", "use_nameloc", "disable_assertions"):
+            # async_qnodes: QNodes run one after the other, with the same results;
+            # use_nameloc only names IR values; cofactor has no debug_assert to disable.
+            continue
+        if name in ("skip_preprocess", "collect_decomp_rules"):
+            continue  # as in Catalyst, these only act with program capture, which is off
+        raise NotImplementedError(
+            f"qjit option {name}={value!r} is not supported by cofactor: "
+            f"{_WHY_NOT.get(name, 'leave it at its default')}"
+        )
+
+
 def qjit(
     fn: Callable | None = None,
     *,
-    static_argnums: int | tuple[int, ...] | None = None,
+    autograph: bool = False,
+    autograph_include: tuple = (),
+    target: str = "binary",
     keep_intermediate: bool | str | Path = False,
+    verbose: bool = False,
+    logfile: Any = None,
+    static_argnums: int | tuple[int, ...] | None = None,
+    static_argnames: str | tuple[str, ...] | None = None,
     seed: int | None = None,
+    capture: bool | str = "global",
+    **catalyst_options: Any,
 ) -> QJIT | Callable[[Callable], QJIT]:
     """Compile a hybrid quantum-classical function just in time (Catalyst-compatible).
 
     Args:
         fn: the function (or QNode) to compile; omit it to use `@qjit(...)` with options.
-        static_argnums: positions of arguments whose (hashable) values are baked into the
-            compiled code; a new value compiles a new version.
+        autograph: convert Python `if`/`for`/`while` on traced values into cofactor's
+            control flow (`cond`, `for_loop`, `while_loop`), as Catalyst does.
+        autograph_include: modules whose functions AutoGraph converts too.
+        target: "binary" (the default); "mlir" traces an annotated function ahead of time
+            without compiling it (see `.mlir`); "llvmir" compiles it ahead of time like
+            "binary". A call always compiles and runs.
         keep_intermediate: write the text of every compilation stage to a folder
             (True: ./cofactor_intermediate/<name>/, or a path).
+        verbose: print each compilation (signature, times, library) to `logfile`
+            (default: stderr).
+        static_argnums: positions (in the call; a `*args` tuple counts position by position)
+            of arguments whose (hashable) values are baked into the compiled code; a new value
+            compiles a new version.
+        static_argnames: names of parameters that are static, whether passed by position or
+            by keyword.
         seed: seed of the runtime's random number generator (sampling, mid-circuit
             measurements), making shot-based results reproducible.
+        capture: False or "global" (the default; cofactor traces without PennyLane's program
+            capture); True is refused.
+
+    Other Catalyst options (`async_qnodes`, `use_nameloc`, `disable_assertions`, `pipelines`,
+    `abstracted_axes`, `circuit_transform_pipeline`, `pass_plugins`, `dialect_plugins`,
+    `skip_preprocess`, `collect_decomp_rules`) are accepted at their default values; where
+    cofactor cannot honour another value, a NotImplementedError names the option.
+    Parameters a call leaves out keep their Python default values (they are not traced).
     """
-    if fn is None:
-        return functools.partial(
-            qjit, static_argnums=static_argnums, keep_intermediate=keep_intermediate, seed=seed
+    unknown = sorted(set(catalyst_options) - set(_CATALYST_DEFAULTS))
+    if unknown:
+        raise TypeError(
+            f"qjit() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
+            f"cofactor's qjit takes Catalyst's options: {', '.join(_ALL_OPTIONS)}"
         )
-    return QJIT(fn, static_argnums=static_argnums, keep_intermediate=keep_intermediate, seed=seed)
+    _check_options(catalyst_options)
+    if target not in _TARGETS:
+        raise ValueError(
+            f"qjit target={target!r} is not supported by cofactor; use one of "
+            f"{', '.join(map(repr, _TARGETS))}"
+        )
+    if capture is True:
+        raise NotImplementedError(
+            "qjit(capture=True): PennyLane's program capture is not supported by cofactor, "
+            "which traces the Python function itself; use capture=False or the default "
+            '"global" (with qml.capture disabled)'
+        )
+    if capture not in (False, "global"):
+        raise ValueError(f'qjit capture={capture!r}: expected True, False or "global"')
+    if capture == "global":
+        import pennylane as qml
+
+        if qml.capture.enabled():
+            raise NotImplementedError(
+                "PennyLane's program capture is enabled (qml.capture.enable()), which cofactor "
+                "does not support; call qml.capture.disable() or pass qjit(capture=False)"
+            )
+    options = {
+        "autograph": autograph,
+        "autograph_include": tuple(autograph_include),
+        "target": target,
+        "keep_intermediate": keep_intermediate,
+        "verbose": verbose,
+        "logfile": logfile,
+        "static_argnums": static_argnums,
+        "static_argnames": static_argnames,
+        "seed": seed,
+    }
+    if fn is None:
+        return functools.partial(_make_qjit, **options)
+    return _make_qjit(fn, **options)
+
+
+def _make_qjit(fn: Callable, **options: Any) -> QJIT:
+    return QJIT(fn, **options)
+
+
+_ALL_OPTIONS = (
+    "autograph",
+    "autograph_include",
+    "target",
+    "keep_intermediate",
+    "verbose",
+    "logfile",
+    "static_argnums",
+    "static_argnames",
+    "seed",
+    "capture",
+    *_CATALYST_DEFAULTS,
+)

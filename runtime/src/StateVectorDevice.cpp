@@ -160,6 +160,12 @@ StateVectorDevice::StateVectorDevice(int numQubits, int64_t shots, int64_t seed)
 
 void StateVectorDevice::reset(int64_t shots, int64_t seed) {
     shots_ = shots;
+    if (seed == kContinueSeed) {
+        // one shot of a one-shot loop: the random stream runs on from the previous acquire
+        // (which seeded it), so that a seeded program repeats while its shots differ
+        resetState();
+        return;
+    }
     if (seed >= 0) {
         rng_.seed(uint64_t(seed));
     } else if (!entropySeeded_) {
@@ -190,8 +196,19 @@ void StateVectorDevice::setState(const double *amplitudes) {
     copyState(sv_.data(), in, sv_.size());
 }
 
+static bool finiteDistribution(const std::vector<double> &probs);
+
 void StateVectorDevice::probs(const int64_t *wires, int k, double *out) {
     marginalProbs(sv_.data(), n_, wires, k, out);
+    if (shots_ <= 0) return;
+    // With shots, probabilities are estimated from samples, as expectation values are (and as
+    // on PennyLane's devices): the frequencies of `shots_` outcomes.
+    const size_t N = size_t(1) << k;
+    std::vector<double> p(out, out + N);
+    if (!finiteDistribution(p)) return; // NaN stays NaN, as for sampled expectation values
+    std::fill(out, out + N, 0.0);
+    for (uint32_t o : drawOutcomes(p, shots_)) out[o] += 1.0;
+    for (size_t i = 0; i < N; ++i) out[i] /= double(shots_);
 }
 
 int StateVectorDevice::measure(int64_t wire, bool reset, int64_t postselect) {

@@ -32,6 +32,10 @@ void checkMemory(double bytes, const char *what);
 // small register).
 constexpr double kSmallAllocation = 64.0 * (1 << 20);
 
+// The seed of a device_acquire that keeps the random stream as the previous acquire left it
+// (the shots of a one-shot loop: the frontend seeds once before the loop).
+constexpr int64_t kContinueSeed = -2;
+
 class StateVectorDevice final : public QuantumDevice {
   public:
     StateVectorDevice(int numQubits, int64_t shots, int64_t seed);

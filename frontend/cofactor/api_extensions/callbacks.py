@@ -391,7 +391,11 @@ class PureCallback:
         self._write_outputs(entry, result, outs, "result")
 
     def _write_outputs(self, entry: _Entry, result: Any, outs: list[np.ndarray], what: str) -> None:
-        leaves, tree = pytree.flatten(result, is_leaf=lambda x: not isinstance(x, tuple | list))
+        if _has_dict(entry.out_tree):
+            # dict results are matched by key (in any order), as JAX's pytrees
+            leaves = _leaves_like(entry.out_tree, result, f"callback {self.name} {what}")
+        else:
+            leaves, _ = pytree.flatten(result, is_leaf=lambda x: not isinstance(x, tuple | list))
         if len(leaves) != len(outs):
             if len(outs) == 1:  # a list returned for one array result
                 leaves = [result]
@@ -430,6 +434,41 @@ class PureCallback:
                 dst[...] = 0
                 continue
             _write(dst, value, spec, f"cotangent {i} returned by {self.name}.bwd")
+
+
+def _has_dict(tree: Any) -> bool:
+    if tree == pytree.LEAF or tree[0] == "none":
+        return False
+    if tree[0] == "dict":
+        return True
+    return any(_has_dict(t) for t in tree[1])
+
+
+def _leaves_like(tree: Any, value: Any, what: str) -> list[Any]:
+    """The leaves of a callback's result, read in the order of its declared tree."""
+    if tree == pytree.LEAF:
+        return [value]
+    kind = tree[0]
+    if kind == "none":
+        return []
+    if kind == "dict":
+        if not isinstance(value, dict) or set(value) != set(tree[1]):
+            got = sorted(map(str, value)) if isinstance(value, dict) else type(value).__name__
+            raise TypeError(
+                f"{what}: expected a dict with keys {sorted(map(str, tree[1]))} as declared, "
+                f"got {got}"
+            )
+        return [
+            leaf
+            for k, t in zip(tree[1], tree[2], strict=True)
+            for leaf in _leaves_like(t, value[k], what)
+        ]
+    if not isinstance(value, tuple | list) or len(value) != len(tree[1]):
+        raise TypeError(
+            f"{what}: expected a {kind} of {len(tree[1])} value(s) as declared, got "
+            f"{type(value).__name__}"
+        )
+    return [leaf for t, v in zip(tree[1], value, strict=True) for leaf in _leaves_like(t, v, what)]
 
 
 class DebugCallback:

@@ -91,6 +91,14 @@ class QuantumScope:
     # Matrices and Hamiltonian coefficients computed from the circuit's arguments: the
     # gradient passes treat them as constants, so a circuit with any cannot be differentiated.
     traced_constants: list[str] = field(default_factory=list)
+    # (mcm, transforms) one_shot: this function is one shot of a one-shot loop; shot_kinds:
+    # how the loop gathers each output; recording: the transform whose tape is being
+    # recorded (nothing is emitted meanwhile); mcm_values: MidMeasure id -> traced outcome
+    one_shot: bool = False
+    shot_kinds: list[str] = field(default_factory=list)
+    recording: str | None = None
+    mcm_values: dict[Any, Any] = field(default_factory=dict)
+    reacquires: list[Any] = field(default_factory=list)  # device resets between tapes
 
     # -- wires -----------------------------------------------------------------------
     def wire(self, label: Any) -> SSAValue:
@@ -121,6 +129,10 @@ class QuantumScope:
         """Emit the queued operators; returns the queued measurement processes."""
         if not self.queues:
             return []
+        if self.recording is not None:
+            from cofactor.tracing.transforms import refuse_region
+
+            refuse_region(self)
         queue = self.queues[-1]
         items = list(queue.queue)
         queue.clear()
@@ -186,6 +198,15 @@ class QuantumScope:
 
     def emit_measurement(self, mp: MeasurementProcess) -> Tracer:
         """Emit a terminal measurement; returns its value as a memref-backed tracer."""
+        from cofactor.tracing import mcm  # statistics of mid-circuit measurements, one-shot
+
+        special = mcm.dispatch(self, mp)
+        if special is not NotImplemented:
+            return special
+        return self.emit_measurement_plain(mp)
+
+    def emit_measurement_plain(self, mp: MeasurementProcess) -> Tracer:
+        """Emit a terminal measurement of wires/observables (no mid-circuit values)."""
         b = context.current().builder
         ctx = context.current()
         if isinstance(mp, ExpectationMP | VarianceMP):
@@ -308,12 +329,14 @@ def _device_facts(qnode: Any) -> tuple[int | None, dict[Any, int] | None, int]:
     return num_qubits, wire_map, shots
 
 
-def _circuit_scope(qnode: Any, num_qubits: Any, wire_map: Any, shots: int) -> QuantumScope:
+def _circuit_scope(
+    qnode: Any, num_qubits: Any, wire_map: Any, shots: int, one_shot: bool
+) -> QuantumScope:
     """The scope a circuit is traced in: null.qubit's runs nothing (tracing/null_device)."""
     from cofactor.tracing.null_device import NullScope, is_null_device
 
     cls = NullScope if is_null_device(qnode.device) else QuantumScope
-    return cls(qnode, num_qubits, wire_map, shots)
+    return cls(qnode, num_qubits, wire_map, shots, one_shot=one_shot)
 
 
 def _static_key(x: Any) -> Any:
@@ -351,11 +374,19 @@ def call_qnode(qnode: Any, args: tuple, kwargs: dict) -> Any:
     key = (id(qnode), tree, specs, static, differentiated)
     entry = ctx.functions.get(key)
     if entry is None:
-        entry = _emit_qnode_function(qnode, tree, leaves, specs, cells)
+        from cofactor.tracing.mcm import emit_for_mcm_method
+
+        entry = emit_for_mcm_method(_emit_qnode_function, qnode, tree, leaves, specs, cells)
         ctx.functions[key] = entry
     name, out_tree, out_leaves = entry
+    info = ctx.qnode_info[name]
     if differentiated:
-        check_differentiable(ctx.qnode_info[name])
+        check_differentiable(info)
+    if info.one_shot_shots:  # mcm_method="one-shot": a loop over shots around the circuit
+        from cofactor.tracing.mcm import call_one_shot
+
+        dyn = [*dynamic, *captured]
+        return call_one_shot(name, dyn, out_tree, out_leaves, info)
     return _emit_call(name, [*dynamic, *captured], out_tree, out_leaves)
 
 
@@ -372,15 +403,23 @@ def _traced_cells(fn: Any) -> list[Any]:
 
 
 def _emit_qnode_function(
-    qnode: Any, tree: Any, leaves: list[Any], specs: tuple[BufferSpec, ...], cells: list[Any]
+    qnode: Any,
+    tree: Any,
+    leaves: list[Any],
+    specs: tuple[BufferSpec, ...],
+    cells: list[Any],
+    one_shot: bool = False,
 ) -> tuple[str, Any, list[Any]]:
+    from cofactor.tracing import mcm, transforms
+
     ctx = context.current()
     b = ctx.builder
     num_qubits, wire_map, shots = _device_facts(qnode)
+    loop_shots, shots = (shots, 1) if one_shot else (0, shots)
     name = ctx.fresh_name(getattr(qnode.func, "__name__", "circuit"))
     in_types = [memref_type(s.shape, s.dtype) for s in specs]
     block = Block(arg_types=in_types)
-    scope = _circuit_scope(qnode, num_qubits, wire_map, shots)
+    scope = _circuit_scope(qnode, num_qubits, wire_map, shots, one_shot)
     outer_values: list[Any] = []
     ctx.quantum, ctx.has_quantum = scope, True
     b.push(block)
@@ -395,11 +434,15 @@ def _emit_qnode_function(
         outer_values = [c.cell_contents for c in cells]
         for c in cells:
             c.cell_contents = next(params)
-        queue = qml.queuing.AnnotatedQueue()
-        scope.queues.append(queue)
-        with queue:
-            result = qnode.func(*call_args)
-            scope.flush()
+        with mcm.patched_statistics():
+            if transforms.has_transforms(qnode):
+                result = transforms.trace_transformed(scope, qnode, call_args)
+            else:
+                queue = qml.queuing.AnnotatedQueue()
+                scope.queues.append(queue)
+                with queue:
+                    result = qnode.func(*call_args)
+                    scope.flush()
         out_values, out_tree = pytree.flatten(
             result, is_leaf=lambda x: isinstance(x, MeasurementProcess | Tracer)
         )
@@ -442,10 +485,18 @@ def _emit_qnode_function(
     # qjit(seed=s): every circuit function of the program gets its own fixed seed, so that
     # two circuits are not correlated while every call of the program repeats its results
     seed = -1 if ctx.seed is None else (int(ctx.seed) + 7919 * ctx.qnode_count) % 2**62
+    preseed = None
+    if one_shot and seed >= 0:
+        # a fixed seed in every shot would repeat one outcome: the caller seeds the device
+        # once before its loop over shots, and each shot continues the stream (seed -2)
+        preseed = quantum_attrs(num_qubits=n, shots=1, seed=seed)
+        seed = -2
     ctx.qnode_count += 1
     acquire = generic_op(
         "quantum.device_acquire", [], [], quantum_attrs(num_qubits=n, shots=shots, seed=seed)
     )
+    for op in scope.reacquires:
+        op.attributes.update(acquire.attributes)
     if block.first_op is not None:
         block.insert_op_before(acquire, block.first_op)
     else:
@@ -455,6 +506,8 @@ def _emit_qnode_function(
     fn.attributes["cofactor.qnode"] = UnitAttr()
     user_method = getattr(qnode, "diff_method", "best")
     info = QNodeInfo(name, user_method, kinds, scope.has_mcm, scope.traced_constants)
+    info.one_shot_shots, info.shot_kinds = loop_shots, scope.shot_kinds
+    info.one_shot_preseed = preseed
     ctx.qnode_info[name] = info
     fn.attributes["cofactor.diff_method"] = StringAttr(info.diff_method)
     fn.attributes["cofactor.num_inputs"] = IntegerAttr(len(in_types), i64)
@@ -494,6 +547,9 @@ class QNodeInfo:
     kinds: list[str]  # per output: expval, var, probs, state, sample, counts, classical
     has_mcm: bool
     traced_constants: list[str] = field(default_factory=list)
+    one_shot_shots: int = 0  # mcm_method="one-shot": shots to loop over (tracing.mcm)
+    shot_kinds: list[str] = field(default_factory=list)
+    one_shot_preseed: Any = None  # attributes of the seeding acquire before the loop
 
     @property
     def diff_method(self) -> str:
@@ -658,12 +714,18 @@ def measure(wires: Any, reset: bool = False, postselect: int | None = None) -> T
             raise CompileError("Only one element is supported for the 'wires' parameter")
         wires = wires[0]
     postselect = _postselect_value(postselect)
+    if scope.recording is not None:  # under a transform: a MidMeasure on the tape
+        from cofactor.tracing.transforms import record_measure
+
+        return record_measure(wires, reset, postselect)
     scope.flush()
     scope.has_mcm = True
     b = ctx.builder
     attrs = quantum_attrs(reset=bool(reset), postselect=-1 if postselect is None else postselect)
     value = b.res(generic_op("quantum.measure", [scope.wire(wires)], [i1], attrs))
-    return Tracer.scalar(value, BOOL)
+    from cofactor.tracing.mcm import MeasuredBool
+
+    return MeasuredBool.scalar(value, BOOL)
 
 
 __all__ = ["QuantumScope", "call_qnode", "capture_qnode_calls", "measure", "runtime_gates"]

@@ -58,7 +58,9 @@ void cf_rt_report_error(int64_t code, const char *message);
 void cf_rt_index_error(int64_t index, int64_t axis, int64_t size);
 
 /* ---- device lifecycle --------------------------------------------------------------- */
-/* shots == 0: analytic. seed < 0: seed from the system's entropy. Returns a status. */
+/* shots == 0: analytic. seed == -2: keep the random stream of the device as the previous
+ * acquire left it (the shots of a one-shot loop); other seed < 0: seed from the system's
+ * entropy. Returns a status. */
 int64_t cf_rt_device_acquire(int64_t num_qubits, int64_t shots, int64_t seed);
 void cf_rt_device_release(void);
 int64_t cf_rt_num_qubits(void);
@@ -89,8 +91,9 @@ int64_t cf_rt_obs_hamiltonian(const double *coeffs, const int64_t *obs, int64_t 
 /* ---- measurements ------------------------------------------------------------------- */
 /* With shots > 0, expval/var are estimated from `shots` samples per term (PennyLane's
  * finite-shot semantics, Hermitian factors diagonalised by their eigendecomposition), except
- * the variance of a sum of several terms, which stays analytic; probs and state are always
- * exact (sampled frequencies are counts / shots). When an error is pending (or raised),
+ * the variance of a sum of several terms, which stays analytic; probs are the frequencies of
+ * `shots` samples (counts / shots, as on PennyLane's devices; NaN stays NaN); state is always
+ * exact. When an error is pending (or raised),
  * expval/var return NaN, observable constructors -1, cf_rt_measure 0: check the error slot. */
 double cf_rt_expval(int64_t obs);
 double cf_rt_var(int64_t obs);

@@ -1,0 +1,245 @@
+"""`qjit(autograph=True)`: Python `if`/`for`/`while` on traced values become cofactor's
+`cond`, `for_loop` and `while_loop`, as in Catalyst.
+
+The source-to-source conversion is done by diastatic-malt (AutoGraph, maintained outside
+TensorFlow), the converter Catalyst uses. malt rewrites the function so that each statement
+calls a primitive (`ag__.if_stmt`, `ag__.for_stmt`, ...) with its branches/body as closures and
+`get_state`/`set_state` functions for the variables they assign; this module provides those
+primitives on top of cofactor's control flow:
+
+- `if` on a traced predicate -> `cofactor.cond` (both branches traced; every variable they
+  assign must be defined on both paths, with the same type); on a Python value -> Python `if`.
+- `for i in range(...)` with a traced bound -> `cofactor.for_loop`; other loops (Python
+  ranges, lists, arrays) run in Python, unrolled at trace time.
+- `while` whose test is traced -> `cofactor.while_loop`; otherwise a Python loop.
+
+Only the function given to qjit (a QNode's function) is converted; functions it calls run
+as written (Catalyst converts them too).
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import types
+from collections.abc import Callable
+from typing import Any
+
+from cofactor.errors import CompileError
+
+__all__ = ["run_autograph"]
+
+
+def _is_traced(x: Any) -> bool:
+    from cofactor.tracing.tracer import Tracer
+
+    return isinstance(x, Tracer) or type(x).__name__ == "Scalar"
+
+
+class TracedRange:
+    """`range(...)` with a traced bound: iterated by `for_stmt` as one compiled loop."""
+
+    def __init__(self, start: Any, stop: Any = None, step: Any = 1) -> None:
+        if stop is None:
+            start, stop = 0, start
+        self.start, self.stop, self.step = start, stop, step
+
+    def __iter__(self) -> Any:
+        raise CompileError(
+            "a range with a traced bound can only be iterated by a `for` statement of the "
+            "converted function (autograph=True)"
+        )
+
+
+def _range(*args: Any) -> range | TracedRange:
+    if any(_is_traced(a) for a in args):
+        return TracedRange(*args)
+    return range(*args)
+
+
+def converted_call(fn: Callable, args: tuple, kwargs: dict | None, *_: Any, **__: Any) -> Any:
+    if fn is builtins.range:
+        return _range(*args)
+    return fn(*args, **(kwargs or {}))
+
+
+def _check_defined(values: tuple, names: tuple[str, ...], what: str) -> tuple:
+    from malt.operators.variables import Undefined
+
+    for v, name in zip(values, names, strict=False):
+        if isinstance(v, Undefined):
+            raise CompileError(
+                f"autograph: variable {name!r} is not defined on every path of {what} on a "
+                "traced value; give it a value before the statement"
+            )
+    return values
+
+
+def if_stmt(
+    pred: Any,
+    true_fn: Callable[[], None],
+    false_fn: Callable[[], None],
+    get_state: Callable[[], tuple],
+    set_state: Callable[[tuple], None],
+    symbol_names: tuple[str, ...],
+    _num_results: int,
+) -> None:
+    if not _is_traced(pred):
+        return true_fn() if pred else false_fn()
+    from cofactor.api_extensions.control_flow import cond
+
+    init = get_state()
+
+    def branch(fn: Callable[[], None]) -> Callable[[], tuple]:
+        def run() -> tuple:
+            set_state(init)  # each branch starts from the state before the `if`
+            fn()
+            return _check_defined(get_state(), symbol_names, "an `if`")
+
+        return run
+
+    results = cond(pred)(branch(true_fn)).otherwise(branch(false_fn))()
+    set_state(results if isinstance(results, tuple) else (results,))
+
+
+def for_stmt(
+    iterable: Any,
+    extra_test: Callable[[], bool] | None,
+    body_fn: Callable[[Any], None],
+    get_state: Callable[[], tuple],
+    set_state: Callable[[tuple], None],
+    symbol_names: tuple[str, ...],
+    _opts: dict,
+) -> None:
+    if not isinstance(iterable, TracedRange):
+        for item in iterable:  # a Python loop, unrolled at trace time
+            if extra_test is not None and not extra_test():
+                break
+            body_fn(item)
+        return
+    if extra_test is not None:
+        raise CompileError(
+            "autograph: `break`/`return` inside a `for` loop over a traced range is not "
+            "supported; use a while loop"
+        )
+    from cofactor.api_extensions.control_flow import for_loop
+
+    init = _check_defined(get_state(), symbol_names, "a `for` loop")
+
+    def body(i: Any, *state: Any) -> tuple:
+        set_state(state)
+        body_fn(i)
+        return _unpack(get_state())
+
+    results = for_loop(iterable.start, iterable.stop, iterable.step)(body)(*init)
+    if len(init) == 1:
+        results = (results,)
+    if init:
+        set_state(tuple(results))
+
+
+def while_stmt(
+    loop_test: Callable[[], Any],
+    loop_body: Callable[[], None],
+    get_state: Callable[[], tuple],
+    set_state: Callable[[tuple], None],
+    symbol_names: tuple[str, ...],
+    _opts: dict,
+) -> None:
+    test = loop_test()
+    if not _is_traced(test):
+        while test:
+            loop_body()
+            test = loop_test()
+        return
+    from cofactor.api_extensions.control_flow import while_loop
+
+    init = _check_defined(get_state(), symbol_names, "a `while` loop")
+
+    def cond_fn(*state: Any) -> Any:
+        set_state(state)
+        return loop_test()
+
+    def body(*state: Any) -> tuple:
+        set_state(state)
+        loop_body()
+        return _unpack(get_state())
+
+    results = while_loop(cond_fn)(body)(*init)
+    if len(init) == 1:
+        results = (results,)
+    set_state(tuple(results))
+
+
+def _unpack(state: tuple) -> Any:
+    """Loop bodies return one carried value as itself, several as a tuple."""
+    if not state:
+        return None
+    return state[0] if len(state) == 1 else state
+
+
+_PRIMITIVES = {
+    "if_stmt": if_stmt,
+    "for_stmt": for_stmt,
+    "while_stmt": while_stmt,
+    "converted_call": converted_call,
+}
+
+
+def _transformer() -> Any:
+    from malt.impl.api import PyToPy
+
+    class Transformer(PyToPy):
+        """malt's Python-to-Python converter, with cofactor's primitives as `ag__`."""
+
+        _locals = None
+
+        def get_extra_locals(self) -> dict:
+            if self._locals is None:
+                extra = super().get_extra_locals()
+                # malt's module of primitives, ours on top
+                module = types.ModuleType("cofactor_autograph_primitives")
+                module.__dict__.update(vars(extra["ag__"]))
+                module.__dict__.update(_PRIMITIVES)
+                self._locals = {**extra, "ag__": module}
+            return self._locals
+
+    return Transformer()
+
+
+_TRANSFORMER = None
+
+
+def run_autograph(fn: Callable, include: tuple = ()) -> Callable:
+    """`fn` converted (a QNode: a copy whose function is converted)."""
+    global _TRANSFORMER
+    if include:
+        raise NotImplementedError(
+            "qjit(autograph_include=...) is not supported by cofactor: only the function "
+            "given to qjit is converted"
+        )
+    try:
+        from malt.core import converter
+    except ImportError as err:
+        raise ImportError(
+            "qjit(autograph=True) needs the diastatic-malt package: pip install diastatic-malt"
+        ) from err
+    import pennylane as qml
+
+    if _TRANSFORMER is None:
+        _TRANSFORMER = _transformer()
+    options = converter.ConversionOptions(
+        recursive=True, user_requested=True, optional_features=None
+    )
+    target = fn.func if isinstance(fn, qml.QNode) else fn
+    try:
+        new_fn, _, _ = _TRANSFORMER.transform(target, converter.ProgramContext(options))
+    except Exception as err:
+        raise CompileError(
+            f"autograph could not convert {getattr(target, '__name__', target)}: {err}"
+        ) from err
+    if isinstance(fn, qml.QNode):
+        qnode = copy.copy(fn)
+        qnode.func = new_fn
+        return qnode
+    return new_fn

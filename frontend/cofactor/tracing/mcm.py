@@ -1,0 +1,529 @@
+"""Mid-circuit measurement statistics and the `mcm_method` of a QNode.
+
+Statistics of measurement values (`qml.expval(m)`, `qml.var(m)`, `qml.probs(op=[m0, m1])`,
+`qml.sample(m)`, `qml.counts(m)`, arithmetic such as `m0 + 2 * m1`) are computed from the
+traced outcomes that `measure` returns. What they mean depends on the QNode's
+`mcm_method`, resolved as Catalyst does (catalyst/jax_primitives... `_resolve_mcm_config`):
+
+* ``"single-branch-statistics"`` (the default without shots): the circuit runs once and each
+  mid-circuit measurement samples one branch; a statistic of measurement values is the
+  statistic of that single branch (`expval(m)` is the sampled outcome, `var(m)` is 0,
+  `probs(op=m)` is one-hot, `sample(m)` repeats the outcome for every shot).
+* ``"one-shot"`` (the default with shots when the circuit measures mid-circuit, as in Catalyst
+  and in PennyLane's `default.qubit`): the circuit is executed once per shot (a compiled loop
+  around a shots=1 circuit function, so the IR does not grow with the shot count) and every
+  returned statistic is gathered over the shots.
+* ``"deferred"``: refused, as Catalyst refuses it.
+
+Postselection under one-shot keeps every shot (each shot is postselected by the simulator):
+the statistics equal PennyLane's "hw-like" ones in distribution, but `counts` totals and
+`sample` lengths are the full shot count, as PennyLane's "fill-shots" mode returns them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pennylane as qml
+from pennylane.measurements import (
+    CountsMP,
+    ExpectationMP,
+    MeasurementProcess,
+    MeasurementValue,
+    ProbabilityMP,
+    SampleMP,
+    StateMP,
+    VarianceMP,
+)
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import IndexType, f64, i64
+from xdsl.ir import Block
+
+from cofactor.errors import CompileError
+from cofactor.ir.builder import memref_type
+from cofactor.ir.mlir15 import generic_op
+from cofactor.launcher import BufferSpec
+from cofactor.tracing import context, pytree
+from cofactor.tracing.numpy_rules import as_tracer, cast_tracer, store_tracer
+from cofactor.tracing.tracer import BOOL, FLOAT, INT, Scalar, Tracer
+
+STAT_KINDS = ("expval", "var", "probs", "sample", "counts")
+
+
+class MeasuredBool(Tracer):
+    """The outcome of a mid-circuit measurement: a traced bool whose arithmetic is that of
+    PennyLane's measurement values (Python bools: `m0 + m1` counts, it is 2 when both are
+    1), not numpy's bool arithmetic (where `+` is a logical or). Logic (`&`, `|`, `~`) and
+    conditions stay boolean."""
+
+    __slots__ = ()
+
+
+def _counting(name: str) -> Any:
+    base = getattr(Tracer, name)
+
+    def operator(self: Tracer, other: Any) -> Any:
+        if isinstance(other, Tracer) and other.dtype == BOOL:
+            other = other.astype(np.int64)
+        elif isinstance(other, bool | np.bool_):
+            other = int(other)
+        return base(self.astype(np.int64), other)
+
+    operator.__name__ = name
+    return operator
+
+
+for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"):
+    for _name in (f"__{_op}__", f"__r{_op}__"):
+        setattr(MeasuredBool, _name, _counting(_name))
+
+
+class MCMConfigError(CompileError, ValueError):
+    """An `mcm_method`/`postselect_mode` cofactor (like Catalyst) refuses: a ValueError as in
+    Catalyst, and a CompileError as every cofactor refusal."""
+
+
+# ----------------------------------------------------------------------------------------
+# statistics of traced measurement values
+# ----------------------------------------------------------------------------------------
+class MCMStat(MeasurementProcess):
+    """`qml.<kind>` of traced mid-circuit measurement values (one value or a list).
+
+    A MeasurementProcess only so that the QNode output handling treats it as a measurement;
+    it is never queued nor given to PennyLane."""
+
+    def __init__(self, kind: str, values: Any, all_outcomes: bool = False) -> None:  # noqa: D107
+        self.kind = kind
+        self.composite = isinstance(values, list | tuple)
+        self.values = [as_tracer(v) for v in (values if self.composite else [values])]
+        self.all_outcomes = all_outcomes
+        self.obs, self.mv, self._wires, self.id = None, None, qml.wires.Wires([]), None
+
+    def __repr__(self) -> str:
+        return f"MCMStat({self.kind}, {len(self.values)} values)"
+
+
+def _is_traced_value(x: Any) -> bool:
+    if isinstance(x, Tracer | Scalar):
+        return True
+    return (
+        isinstance(x, list | tuple)
+        and len(x) > 0
+        and all(isinstance(v, Tracer | Scalar) for v in x)
+    )
+
+
+@contextlib.contextmanager
+def patched_statistics() -> Iterator[None]:
+    """While a circuit is traced: `qml.expval/var/probs/sample/counts` of traced measurement
+    values (what `measure` returns) give an `MCMStat`; any other call goes to PennyLane."""
+    originals = {k: getattr(qml, k) for k in STAT_KINDS}
+
+    def make(kind: str) -> Any:
+        original = originals[kind]
+
+        def stat(*args: Any, **kwargs: Any) -> Any:
+            op = kwargs.get("op", args[0] if args else None)
+            if kind == "probs" and "op" not in kwargs:
+                op = kwargs.get("op", args[1] if len(args) > 1 else None)
+                wires = kwargs.get("wires", args[0] if args else None)
+                if _is_traced_value(wires):  # qml.probs(m) is qml.probs(wires=m) in PennyLane
+                    raise CompileError(
+                        "qml.probs of a mid-circuit measurement value takes it as op=: write "
+                        "qml.probs(op=m) or qml.probs(op=[m0, m1])"
+                    )
+            if not _is_traced_value(op):
+                return original(*args, **kwargs)
+            if kind in ("expval", "var") and isinstance(op, list | tuple):
+                raise CompileError(
+                    f"qml.{kind} takes one mid-circuit measurement value (or an arithmetic "
+                    f"expression of several), not a list; PennyLane refuses lists too"
+                )
+            return MCMStat(kind, op, all_outcomes=bool(kwargs.get("all_outcomes", False)))
+
+        stat.__name__ = kind
+        stat.__doc__ = original.__doc__
+        return stat
+
+    for k in STAT_KINDS:
+        setattr(qml, k, make(k))
+    try:
+        yield
+    finally:
+        for k, fn in originals.items():
+            setattr(qml, k, fn)
+
+
+def is_mcm_statistic(mp: MeasurementProcess) -> bool:
+    """An `MCMStat`, or a PennyLane measurement of a `MeasurementValue` (transformed tapes)."""
+    return isinstance(mp, MCMStat) or getattr(mp, "mv", None) is not None
+
+
+def as_mcm_stat(mp: MeasurementProcess, values: dict[Any, Tracer]) -> MCMStat:
+    """A PennyLane measurement of MeasurementValues -> MCMStat, given the traced outcome of
+    every MidMeasure (keyed by its `id`)."""
+    if isinstance(mp, MCMStat):
+        return mp
+    kind = _kind(mp)
+
+    def value(mv: MeasurementValue) -> Tracer:
+        from cofactor.tracing.transforms import mid_key
+
+        return mv.processing_fn(*[values[mid_key(m)] for m in mv.measurements])
+
+    mv = mp.mv
+    traced = [value(v) for v in mv] if isinstance(mv, list | tuple) else value(mv)
+    return MCMStat(kind, traced, all_outcomes=bool(getattr(mp, "all_outcomes", False)))
+
+
+def _kind(mp: MeasurementProcess) -> str:
+    for cls, kind in (
+        (ExpectationMP, "expval"),
+        (VarianceMP, "var"),
+        (ProbabilityMP, "probs"),
+        (SampleMP, "sample"),
+        (CountsMP, "counts"),
+    ):
+        if isinstance(mp, cls):
+            return kind
+    raise CompileError(f"{type(mp).__name__} of mid-circuit measurement values is not supported")
+
+
+def _bits_index(stat: MCMStat) -> Tracer:
+    """The outcome index sum_j m_j 2^(k-1-j) of a list of single measurement values."""
+    for v in stat.values:
+        if v.dtype != BOOL or v.shape != ():
+            raise CompileError(
+                f"qml.{stat.kind} of an arithmetic expression of mid-circuit measurements is "
+                "not supported (PennyLane refuses it too): give a list of measurement values, "
+                f"e.g. qml.{stat.kind}(op=[m0, m1])"
+            )
+    k = len(stat.values)
+    index = as_tracer(0)
+    for j, v in enumerate(stat.values):
+        index = index + cast_tracer(v, INT) * (2 ** (k - 1 - j))
+    return index
+
+
+def _one_hot(stat: MCMStat, dtype: np.dtype) -> Tracer:
+    index = _bits_index(stat)
+    n = 2 ** len(stat.values)
+    return cast_tracer(as_tracer(np.arange(n, dtype=np.int64)) == index, dtype)
+
+
+def _sample_value(stat: MCMStat) -> Tracer:
+    """One shot's sample: the value (shape ()) or the values of a list (shape (k,))."""
+    vals = [cast_tracer(v, INT) if v.dtype == BOOL else v for v in stat.values]
+    if not stat.composite:
+        return vals[0]
+    dtype = FLOAT if any(v.dtype == FLOAT for v in vals) else INT
+    return as_tracer(np.array([cast_tracer(v, dtype).elems[()] for v in vals], dtype=object))
+
+
+def emit_statistic(scope: Any, mp: MeasurementProcess, values: dict[Any, Tracer]) -> Any:
+    """The value of a statistic of mid-circuit measurement values (single-branch semantics,
+    or one shot's contribution under one-shot)."""
+    if not isinstance(mp, MCMStat) and _deferred(mp, values):
+        return _deferred_statistic(scope, mp)
+    stat = as_mcm_stat(mp, values)
+    if stat.kind in ("expval", "var") and stat.values[0].shape != ():
+        raise CompileError(f"qml.{stat.kind} of a mid-circuit measurement needs a scalar value")
+    if scope.one_shot:
+        scope.shot_kinds.append(stat.kind)
+        if stat.kind in ("expval", "var"):
+            return cast_tracer(stat.values[0], FLOAT)
+        if stat.kind == "probs":
+            return _one_hot(stat, FLOAT)
+        if stat.kind == "counts":
+            return (np.arange(2 ** len(stat.values)), _one_hot(stat, INT))
+        return _sample_value(stat)
+    if stat.kind == "expval":
+        return cast_tracer(stat.values[0], FLOAT)
+    if stat.kind == "var":
+        return cast_tracer(stat.values[0], FLOAT) * 0.0
+    if stat.kind == "probs":
+        return _one_hot(stat, FLOAT)
+    if scope.shots <= 0:
+        raise CompileError(
+            f"qml.{stat.kind} needs shots; the QNode is analytic (shots=None). Set shots with "
+            "qml.set_shots or on the device."
+        )
+    if stat.kind == "counts":
+        return (np.arange(2 ** len(stat.values)), _one_hot(stat, INT) * scope.shots)
+    # single branch: the same outcome in every shot
+    return _repeat(_sample_value(stat), scope.shots)
+
+
+def _mids(mp: MeasurementProcess) -> list[Any]:
+    mvs = mp.mv if isinstance(mp.mv, list | tuple) else [mp.mv]
+    return [m for mv in mvs for m in mv.measurements]
+
+
+def _deferred(mp: MeasurementProcess, values: dict[Any, Tracer]) -> bool:
+    """Whether the measurement values' MidMeasures are not on the tape (a transform such
+    as `qml.defer_measurements` replaced them by operations on their wires)."""
+    from cofactor.tracing.transforms import mid_key
+
+    missing = [mid_key(m) not in values for m in _mids(mp)]
+    if any(missing) and not all(missing):
+        raise CompileError(f"{mp} mixes deferred and performed mid-circuit measurements")
+    return all(missing)
+
+
+def _deferred_statistic(scope: Any, mp: MeasurementProcess) -> Any:
+    """A statistic of deferred measurement values, from the probabilities of their wires
+    at the end of the circuit (as PennyLane computes it)."""
+    from cofactor.tracing.transforms import mid_key
+
+    kind = _kind(mp)
+    if kind in ("sample", "counts") or scope.one_shot:
+        raise CompileError(
+            f"qml.{kind} of deferred mid-circuit measurements is not supported by cofactor; "
+            "use expval, var or probs, or do not defer the measurements"
+        )
+    mids = list({mid_key(m): m for m in _mids(mp)}.values())
+    k = len(mids)
+    p = scope.emit_measurement_plain(qml.probs(wires=[m.wires[0] for m in mids]))
+    position = {mid_key(m): j for j, m in enumerate(mids)}
+
+    def evaluate(mv: MeasurementValue, index: int) -> float:
+        bits = [(index >> (k - 1 - position[mid_key(m)])) & 1 for m in mv.measurements]
+        return float(mv.processing_fn(*bits))
+
+    if kind == "probs":
+        mvs = mp.mv if isinstance(mp.mv, list | tuple) else [mp.mv]
+        if any(mv.has_processing or len(mv.measurements) != 1 for mv in mvs):
+            raise CompileError("qml.probs of arithmetic on measurement values is not supported")
+        order = [position[mid_key(mv.measurements[0])] for mv in mvs]
+        if order != list(range(k)):
+            raise CompileError("qml.probs of repeated or reordered measurement values")
+        return p
+    eig = np.array([evaluate(mp.mv, i) for i in range(2**k)])
+    mean = np.dot(p, eig)
+    if kind == "expval":
+        return mean
+    return np.dot(p, eig**2) - mean * mean
+
+
+def _repeat(value: Tracer, n: int) -> Tracer:
+    """`value` stacked n times, written by a loop into a buffer (IR size independent of n)."""
+    ctx = context.current()
+    b = ctx.builder
+    shape = (n, *value.shape)
+    buf = ctx.hoisted_alloc(memref_type(shape, value.dtype))
+    elems = list(np.ndindex(value.shape))
+    ssa = [value.elems[idx].value for idx in elems]
+    body = Block(arg_types=[IndexType()])
+    b.push(body)
+    for v, idx in zip(ssa, elems, strict=True):
+        b.store(v, buf, [body.args[0], *[b.index(j) for j in idx]])
+    b.insert(scf.YieldOp())
+    b.pop()
+    loop = b.insert(scf.ForOp(b.index(0), b.index(n), b.index(1), [], body))
+    return Tracer.from_memref(buf, shape, value.dtype, anchor=loop)
+
+
+# ----------------------------------------------------------------------------------------
+# terminal measurements, one shot at a time
+# ----------------------------------------------------------------------------------------
+def emit_per_shot(scope: Any, mp: MeasurementProcess) -> Any:
+    """One shot's contribution of a terminal measurement (the circuit runs with shots=1)."""
+    if isinstance(mp, StateMP) or not isinstance(
+        mp, ExpectationMP | VarianceMP | ProbabilityMP | SampleMP | CountsMP
+    ):
+        raise CompileError(
+            f"{type(mp).__name__} cannot be gathered over shots with mcm_method='one-shot'; "
+            "return expval, var, probs, sample or counts"
+        )
+    kind = _kind(mp)
+    scope.shot_kinds.append(kind)
+    if isinstance(mp, VarianceMP):  # gathered from the per-shot eigenvalue
+        return scope.emit_measurement_plain(qml.expval(mp.obs))
+    if isinstance(mp, SampleMP):
+        bits = scope.emit_measurement_plain(mp)  # (1, k), or (1,) of eigenvalues
+        return bits.reshape(bits.shape[1:])
+    return scope.emit_measurement_plain(mp)
+
+
+def dispatch(scope: Any, mp: MeasurementProcess) -> Any:
+    """The hook of `QuantumScope.emit_measurement`: statistics of measurement values, one
+    shot's results, sampled probs; NotImplemented for what the plain emission does."""
+    if is_mcm_statistic(mp):
+        return emit_statistic(scope, mp, scope.mcm_values)
+    if scope.one_shot:
+        return emit_per_shot(scope, mp)
+    return NotImplemented
+
+
+def resolve_method(qnode: Any, shots: int) -> str | None:
+    """ "one-shot", "single-branch-statistics", or None (one-shot if the circuit measures
+    mid-circuit and has shots: decided after tracing it), as Catalyst resolves it."""
+    kwargs = getattr(qnode, "execute_kwargs", {}) or {}
+    method = kwargs.get("mcm_method")
+    postselect_mode = kwargs.get("postselect_mode") if shots > 0 else None
+    if method == "deferred":
+        raise MCMConfigError(
+            "mcm_method='deferred' is not supported with cofactor (nor with Catalyst): use "
+            "'one-shot' (with shots) or 'single-branch-statistics'"
+        )
+    if method == "single-branch-statistics" and postselect_mode == "hw-like":
+        raise MCMConfigError("'hw-like' post-selection requires mcm_method='one-shot'.")
+    if method == "one-shot" and shots <= 0:
+        raise MCMConfigError(
+            "mcm_method='one-shot' is not supported in analytic shot mode: give the QNode shots"
+        )
+    if method not in (None, "one-shot", "single-branch-statistics"):
+        raise MCMConfigError(
+            f"mcm_method={method!r} is not supported by cofactor; use 'one-shot' or "
+            "'single-branch-statistics'"
+        )
+    if method is None and shots <= 0:
+        return "single-branch-statistics"
+    return method
+
+
+# ----------------------------------------------------------------------------------------
+# the loop over shots, at the call site
+# ----------------------------------------------------------------------------------------
+def emit_for_mcm_method(
+    emit: Any, qnode: Any, tree: Any, leaves: list[Any], specs: tuple, cells: list[Any]
+) -> tuple[str, Any, list[Any]]:
+    """Emit the circuit function (with `emit`, qnode's `_emit_qnode_function`) as the
+    QNode's mcm_method asks."""
+    from cofactor.tracing.qnode import _device_facts
+
+    ctx = context.current()
+    shots = _device_facts(qnode)[2]
+    method = resolve_method(qnode, shots)
+    entry = emit(qnode, tree, leaves, specs, cells, method == "one-shot")
+    if method == "one-shot":
+        check_one_shot_outputs(entry[2], ctx.qnode_info[entry[0]])
+    if method is None and ctx.qnode_info[entry[0]].has_mcm:
+        # Catalyst's and default.qubit's default with shots and mid-circuit measurements:
+        # one-shot. A circuit whose results cannot be gathered over shots (a state, a raw
+        # measurement value) keeps the single-run function, as before.
+        depth, ops = len(ctx.function_entries), list(ctx.builder.module_ops)
+        try:
+            one_shot = emit(qnode, tree, leaves, specs, cells, True)
+            check_one_shot_outputs(one_shot[2], ctx.qnode_info[one_shot[0]])
+        except CompileError:
+            for block in ctx.function_entries[depth:]:
+                ctx._hoisted.pop(id(block), None)
+            del ctx.function_entries[depth:]
+            ctx.builder.module_ops[:] = ops
+            return entry
+        ctx.builder.module_ops[:] = [
+            op
+            for op in ctx.builder.module_ops
+            if not (isinstance(op, func.FuncOp) and op.sym_name.data == entry[0])
+        ]
+        del ctx.qnode_info[entry[0]]
+        entry = one_shot
+    return entry
+
+
+def check_one_shot_outputs(out_leaves: list[Any], info: Any) -> None:
+    """Every output of a one-shot circuit must be a measurement the loop can gather."""
+    specs = [s for s in out_leaves if isinstance(s, BufferSpec)]
+    if len(specs) != len(info.shot_kinds):
+        raise CompileError(
+            "with mcm_method='one-shot' a QNode must return only measurements (e.g. "
+            "qml.sample(m) for a mid-circuit measurement value m), not other values"
+        )
+
+
+def call_one_shot(
+    name: str, dynamic: list[Tracer], out_tree: Any, out_leaves: list[Any], info: Any
+) -> Any:
+    """Call the shots=1 circuit function `name` once per shot in a compiled loop and gather
+    its per-shot results into PennyLane's statistics."""
+    ctx = context.current()
+    b = ctx.builder
+    kinds, shots = info.shot_kinds, info.one_shot_shots
+    check_one_shot_outputs(out_leaves, info)
+    specs = [s for s in out_leaves if isinstance(s, BufferSpec)]
+    args = []
+    for t in dynamic:
+        buf = ctx.hoisted_alloc(memref_type(t.shape, t.dtype))
+        store_tracer(t, buf)
+        args.append(buf)
+    outs = [ctx.hoisted_alloc(memref_type(s.shape, s.dtype)) for s in specs]
+    # accumulators: sums (and sums of squares for var), or the stacked samples
+    accs: list[list[Any]] = []
+    for s, kind in zip(specs, kinds, strict=True):
+        if kind == "sample":
+            accs.append([ctx.hoisted_alloc(memref_type((shots, *s.shape), s.dtype))])
+            continue
+        dtype = INT if kind == "counts" else FLOAT
+        n_acc = 2 if kind == "var" else 1
+        refs = [ctx.hoisted_alloc(memref_type(s.shape, dtype)) for _ in range(n_acc)]
+        zero = b.const(0, i64 if dtype == INT else f64)
+        for ref in refs:
+            for idx in np.ndindex(s.shape):
+                b.store(zero, ref, [b.index(j) for j in idx])
+        accs.append(refs)
+    if info.one_shot_preseed is not None:  # qjit(seed=...): seed once, the shots run on
+        b.insert(generic_op("quantum.device_acquire", [], [], info.one_shot_preseed))
+        b.insert(generic_op("quantum.device_release", []))
+    body = Block(arg_types=[IndexType()])
+    b.push(body)
+    b.insert(func.CallOp(name, [*args, *outs], []))
+    shot = body.args[0]
+    for s, kind, out, refs in zip(specs, kinds, outs, accs, strict=True):
+        for idx in np.ndindex(s.shape):
+            ii = [b.index(j) for j in idx]
+            v = b.load(out, ii)
+            if kind == "sample":
+                b.store(v, refs[0], [shot, *ii])
+                continue
+            add = arith.AddiOp if kind == "counts" else arith.AddfOp
+            if s.dtype != (INT if kind == "counts" else FLOAT):
+                v = b.cast(v, _ssa_type(s.dtype), i64 if kind == "counts" else f64)
+            b.store(b.binary(add, b.load(refs[0], ii), v), refs[0], ii)
+            if kind == "var":
+                sq = b.binary(arith.MulfOp, v, v)
+                b.store(b.binary(arith.AddfOp, b.load(refs[1], ii), sq), refs[1], ii)
+    b.insert(scf.YieldOp())
+    b.pop()
+    loop = b.insert(scf.ForOp(b.index(0), b.index(shots), b.index(1), [], body))
+    results = []
+    for s, kind, refs in zip(specs, kinds, accs, strict=True):
+        if kind == "sample":
+            results.append(Tracer.from_memref(refs[0], (shots, *s.shape), s.dtype, anchor=loop))
+            continue
+        dtype = INT if kind == "counts" else FLOAT
+        total = Tracer.from_memref(refs[0], s.shape, dtype, anchor=loop)
+        if kind == "counts":
+            results.append(total)
+        elif kind == "var":
+            squares = Tracer.from_memref(refs[1], s.shape, FLOAT, anchor=loop)
+            mean = total / float(shots)
+            results.append(np.maximum(squares / float(shots) - mean * mean, 0.0))
+        else:
+            results.append(total / float(shots))
+    it = iter(results)
+    leaves = [next(it) if isinstance(s, BufferSpec) else s for s in out_leaves]
+    return pytree.unflatten(out_tree, leaves)
+
+
+def _ssa_type(dtype: np.dtype) -> Any:
+    from cofactor.ir.builder import scalar_type
+
+    return scalar_type(dtype)
+
+
+__all__ = [
+    "MCMConfigError",
+    "MCMStat",
+    "call_one_shot",
+    "check_one_shot_outputs",
+    "emit_for_mcm_method",
+    "emit_per_shot",
+    "emit_statistic",
+    "is_mcm_statistic",
+    "patched_statistics",
+    "resolve_method",
+]
