@@ -286,7 +286,7 @@ class QJIT:
     ) -> tuple[str, Any, list[Any], bool, bool]:
         """`_trace`, and whether the compiled code calls Python callbacks. (Returned rather
         than kept on the object: two threads may trace new signatures at once.)"""
-        from cofactor.tracing.qnode import capture_qnode_calls
+        from cofactor.tracing.circuit_call import capture_qnode_calls
 
         if isinstance(static, StaticValues):
             static = static.values

@@ -393,7 +393,7 @@ def emit_for_mcm_method(
 ) -> tuple[str, Any, list[Any]]:
     """Emit the circuit function (with `emit`, qnode's `_emit_qnode_function`) as the
     QNode's mcm_method asks."""
-    from cofactor.tracing.qnode import _device_facts
+    from cofactor.tracing.circuit_call import _device_facts
 
     ctx = context.current()
     shots = _device_facts(qnode)[2]

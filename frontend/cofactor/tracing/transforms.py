@@ -175,7 +175,7 @@ def trace_transformed(scope: Any, qnode: Any, call_args: tuple) -> Any:
 
 
 def _dynamic(p: Any) -> bool:
-    from cofactor.tracing.qnode import _depends_on_arguments
+    from cofactor.tracing.observables import depends_on_arguments as _depends_on_arguments
 
     return _depends_on_arguments(p)
 
@@ -317,7 +317,7 @@ def _abstract_allclose() -> Iterator[None]:
 
 
 def _dynamic_any(x: Any) -> bool:
-    from cofactor.tracing.qnode import _is_dynamic
+    from cofactor.tracing.observables import is_dynamic as _is_dynamic
 
     if isinstance(x, list | tuple):
         return any(_dynamic_any(v) for v in x)
