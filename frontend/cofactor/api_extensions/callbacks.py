@@ -43,7 +43,7 @@ from cofactor.errors import CompileError, DifferentiableCompileError, RuntimeExe
 from cofactor.ir.builder import memref_type
 from cofactor.launcher import BufferSpec
 from cofactor.tracing import context, pytree
-from cofactor.tracing.numpy_rules import as_tracer, store_tracer
+from cofactor.tracing.numpy_rules import as_tracer, in_memory
 from cofactor.tracing.tracer import COMPLEX, Tracer, normalize_dtype
 
 _PY_TYPES = {float: np.float64, int: np.int64, bool: np.bool_, complex: np.complex128}
@@ -307,14 +307,7 @@ def emit_callback_call(
         b.module_ops.append(decl)
         ctx.functions[key] = name
     ctx.has_callbacks = True
-    refs = []
-    for t in tracers:
-        if t._elems is None and t.memref is not None:
-            refs.append(t.memref)
-        else:
-            buf = ctx.hoisted_alloc(memref_type(t.shape, t.dtype))
-            store_tracer(t, buf)
-            refs.append(buf)
+    refs = [in_memory(t) for t in tracers]
     outs = [ctx.hoisted_alloc(memref_type(s.shape, s.dtype)) for s in out_specs]
     call = b.insert(func.CallOp(name, [*refs, *outs], []))
     results = [

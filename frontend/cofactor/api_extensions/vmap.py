@@ -34,7 +34,7 @@ from cofactor.api_extensions.control_flow import traced_region
 from cofactor.errors import CompileError
 from cofactor.ir.builder import INDEX, memref_type
 from cofactor.tracing import context, pytree
-from cofactor.tracing.numpy_rules import as_tracer, store_tracer
+from cofactor.tracing.numpy_rules import as_tracer, in_memory
 from cofactor.tracing.tracer import COMPLEX, Scalar, Tracer
 
 
@@ -235,11 +235,7 @@ class VmapCallable:
 def _in_memory(x: Any) -> tuple[SSAValue, tuple[int, ...], np.dtype]:
     """(memref, shape, dtype) holding the array `x`: its own memref when it has one."""
     t = as_tracer(x) if isinstance(x, Tracer | Scalar) else as_tracer(np.asarray(x))
-    if t._elems is None and t.memref is not None:
-        return t.memref, t.shape, t.dtype
-    buf = context.current().hoisted_alloc(memref_type(t.shape, t.dtype))
-    store_tracer(t, buf)
-    return buf, t.shape, t.dtype
+    return in_memory(t), t.shape, t.dtype
 
 
 def _load_slice(ref: SSAValue, shape: tuple, dtype: np.dtype, axis: int, i: SSAValue) -> Tracer:

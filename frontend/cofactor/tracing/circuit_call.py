@@ -36,7 +36,7 @@ from cofactor.ir.builder import memref_type, quantum_attrs
 from cofactor.ir.mlir15 import generic_op
 from cofactor.launcher import BufferSpec
 from cofactor.tracing import context, pytree
-from cofactor.tracing.numpy_rules import as_tracer, store_tracer
+from cofactor.tracing.numpy_rules import as_tracer, in_memory, store_tracer
 from cofactor.tracing.observables import NAMED_OBSERVABLES  # noqa: F401 (re-exported)
 from cofactor.tracing.observables import is_dynamic as _is_dynamic
 from cofactor.tracing.qnode import SUPPORTED_DEVICES, QuantumScope
@@ -347,14 +347,7 @@ def check_differentiable(info: QNodeInfo) -> None:
 def _emit_call(name: str, dynamic: list[Tracer], out_tree: Any, out_leaves: list[Any]) -> Any:
     ctx = context.current()
     b = ctx.builder
-    args = []
-    for t in dynamic:
-        if t._elems is None and t.memref is not None:
-            args.append(t.memref)
-        else:
-            buf = ctx.hoisted_alloc(memref_type(t.shape, t.dtype))
-            store_tracer(t, buf)
-            args.append(buf)
+    args = [in_memory(t) for t in dynamic]
     outs = [
         ctx.hoisted_alloc(memref_type(s.shape, s.dtype))
         for s in out_leaves

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from cofactor.errors import CompileError, CompileTypeError, CompileValueError
+from cofactor.ir.builder import memref_type
 from cofactor.tracing import context
 from cofactor.tracing.element_rules import UFUNC_RULES
 from cofactor.tracing.scalars import (  # re-exported: other modules import them from here
@@ -236,6 +237,16 @@ def store_tracer(t: Tracer, ref: Any) -> None:
             b.store(s.value[1], ref, [*ids, idx(1)])
         else:
             b.store(s.value, ref, ids)
+
+
+def in_memory(t: Tracer) -> Any:
+    """A memref holding `t`, to pass to a function: its own memref when it is backed by one,
+    otherwise a copy in a buffer allocated once at the function's entry."""
+    if t._elems is None and t.memref is not None:
+        return t.memref
+    buf = context.current().hoisted_alloc(memref_type(t.shape, t.dtype))
+    store_tracer(t, buf)
+    return buf
 
 
 def _ufunc_operand(x: Any) -> tuple[np.ndarray, np.dtype]:
