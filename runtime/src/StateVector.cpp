@@ -15,18 +15,9 @@
 #include <type_traits>
 #include <vector>
 
-#include <omp.h>
+#include "ThreadPool.hpp"
 
 namespace cf {
-
-uint64_t ompMinAmps() {
-    static const uint64_t threshold = [] {
-        const char *env = std::getenv("COFACTOR_OMP_MIN_QUBITS");
-        const int qubits = env ? std::atoi(env) : 16;
-        return uint64_t(1) << std::clamp(qubits, 0, 62);
-    }();
-    return threshold;
-}
 
 // CF_VECTOR_BYTES: the native vector width the chunked kernels are written for
 #define CF_VECTOR_BYTES 16

@@ -27,13 +27,7 @@
 
 namespace cf {
 
-// Below 2^16 amplitudes (1 MiB) a loop runs single-threaded. Measured on 2 cores (Zen 4):
-// two threads gain 1.3x at 2^14 and 1.9x at 2^18 on a lightly loaded machine, but an OpenMP
-// fork/join is not free, and on a loaded machine a descheduled worker stalls a region for a
-// whole time slice, so small states stay serial. COFACTOR_OMP_MIN_QUBITS overrides it.
-uint64_t ompMinAmps();
 constexpr int kMaxQubits = 64;
-inline bool parallelFor(uint64_t amps) { return amps >= ompMinAmps(); }
 
 inline int bitOf(int n, int64_t wire) { return n - 1 - int(wire); }
 

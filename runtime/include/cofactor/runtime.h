@@ -159,6 +159,14 @@ const char *cf_rt_gate_info(int64_t gate_id, int64_t *num_params, int64_t *num_w
 void cf_rt_gate_repeat(int64_t repeats, int64_t gate_id, const double *params, int64_t num_params,
                        const int64_t *wires, int64_t num_wires);
 
+/* ---- threads ------------------------------------------------------------------------ */
+/* Threads the simulator's loops over large states use: COFACTOR_NUM_THREADS, else the first
+ * entry of OMP_NUM_THREADS, else the CPUs of the process's affinity mask (runtime/README.md,
+ * "Threads"). Set changes it for the whole process; n <= 0 restores that default. Results
+ * do not depend on it (bitwise). */
+int64_t cf_rt_num_threads(void);
+void cf_rt_set_num_threads(int64_t n);
+
 /* ---- interrupts (Ctrl-C) ------------------------------------------------------------- */
 /* Bumped by the runtime's SIGINT handler. Compiled loops read it (volatile) at every
  * back-edge and compare it with the value read when their function started; when it
