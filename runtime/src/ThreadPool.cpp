@@ -22,6 +22,7 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -49,8 +50,10 @@ namespace {
 // shared line) is noise.
 constexpr int kChunkAmpsLog2 = 14;
 constexpr int kMaxThreads = 1024;
-constexpr int64_t kSpinNs = 200000;  // a worker's spin before it sleeps
+constexpr int64_t kSpinNs = 50000;       // a worker's spin before it sleeps
 constexpr int64_t kCallerSpinNs = 20000; // the caller's spin on chunks still in flight
+constexpr int64_t kStallNs = 50000;      // a wait for workers longer than this is a stall...
+constexpr int64_t kMinBackoffNs = 1000000, kMaxBackoffNs = 1000000000; // ...and backs off
 
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -65,10 +68,14 @@ int64_t nowNs() {
         .count();
 }
 
-void futexWait(std::atomic<uint32_t> *word, uint32_t expected) {
+// Sleeps while *word == expected, at most timeoutNs (< 0: no limit); may wake spuriously.
+void futexWait(std::atomic<uint32_t> *word, uint32_t expected, int64_t timeoutNs = -1) {
 #ifdef __linux__
-    syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+    timespec ts{time_t(timeoutNs / 1000000000), long(timeoutNs % 1000000000)};
+    syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAIT_PRIVATE, expected,
+            timeoutNs < 0 ? nullptr : &ts, nullptr, 0);
 #else
+    (void)timeoutNs;
     if (word->load() == expected) std::this_thread::yield();
 #endif
 }
@@ -127,36 +134,66 @@ int defaultThreads() {
 }
 
 struct Pool {
-    std::atomic<uint64_t> state{0};          // job id | chunks | next (see the top)
+    // The current job: `state` = job id (32 bits) | lo (16) | hi (16), the unclaimed chunks
+    // being [lo, hi). The caller claims from the front, workers from the back: with two
+    // threads each keeps taking the same half of the state from gate to gate, so a state that
+    // fits in the caches stays in the same core's cache.
+    std::atomic<uint64_t> state{0};
     std::atomic<uint32_t> done{0};           // chunks finished in the current job
     std::atomic<uint32_t> callerSleeping{0}; // the caller waits on `done` in the kernel
     std::atomic<uint32_t> wakeSeq{0};        // futex word the idle workers sleep on
-    std::atomic<int> sleepers{0};
-    std::atomic<int> threads{1}; // participants: the caller and workers 1 .. threads - 1
-    ChunkFn fn = nullptr;        // the current job's; written before `state` is published
+    std::atomic<int> sleepers{0};           // workers in deep sleep (see idle)
+    std::atomic<int> threads{1};    // participants: the caller and workers 1 .. threads - 1
+    std::atomic<bool> paused{false}; // the caller backs off (see run): workers sleep at once
+    std::atomic<int64_t> serialUntil{0}; // back-off: loops before this time run serially
+    int badStreak = 0;
+    ChunkFn fn = nullptr; // the current job's; written before `state` is published
     void *ctx = nullptr;
+    int chunks = 0;
     uint32_t jobId = 0;
-    std::mutex busy;  // one loop at a time; a second caller thread runs its loop serially
-    std::mutex grow;  // guards `workers`
-    int workers = 0;  // started worker threads (never stopped; surplus ones sleep)
+    std::mutex busy; // one loop at a time; a second caller thread runs its loop serially
+    std::mutex grow; // guards `workers`
+    int workers = 0; // started worker threads (never stopped; surplus ones sleep)
 
-    static int chunksOf(uint64_t s) { return int((s >> 16) & 0xFFFF); }
-    static int nextOf(uint64_t s) { return int(s & 0xFFFF); }
+    static int loOf(uint64_t s) { return int((s >> 16) & 0xFFFF); }
+    static int hiOf(uint64_t s) { return int(s & 0xFFFF); }
     bool workLeft() const {
         const uint64_t s = state.load(std::memory_order_seq_cst);
-        return nextOf(s) < chunksOf(s);
+        return loOf(s) < hiOf(s);
     }
 
-    // Claims the next chunk of the current job; false when none is left.
-    bool claim(int &chunk, int &chunks) {
+    // Claims the first (front) or last unclaimed chunk of the current job; false if none.
+    bool claim(bool front, int &chunk) {
         uint64_t s = state.load(std::memory_order_acquire);
         for (;;) {
-            if (nextOf(s) >= chunksOf(s)) return false;
-            if (state.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
-                chunk = nextOf(s), chunks = chunksOf(s);
+            const int lo = loOf(s), hi = hiOf(s);
+            if (lo >= hi) return false;
+            const uint64_t next = front ? s + (uint64_t(1) << 16) : s - 1;
+            if (state.compare_exchange_weak(s, next, std::memory_order_acq_rel, std::memory_order_acquire)) {
+                chunk = front ? lo : hi - 1;
                 return true;
             }
         }
+    }
+
+    bool wanted(int index) const { return index < threads.load(std::memory_order_seq_cst); }
+
+    // A worker without work: naps of growing length (each a futex wait with a timeout, which
+    // costs the caller nothing), then, after about 13 ms, or at once while the caller backs
+    // off, a deep sleep that the caller ends with a wake-up call. Waking a thread is a system
+    // call and, in a virtual machine, an inter-processor interrupt (several microseconds):
+    // paid per gate it cost as much as the gate, so the caller only pays it for deep sleepers.
+    void idle(int index) {
+        if (!paused.load(std::memory_order_relaxed)) {
+            for (int64_t nap = 50000; nap <= 6400000; nap *= 2) {
+                futexWait(&wakeSeq, wakeSeq.load(std::memory_order_relaxed), nap);
+                if ((wanted(index) && workLeft()) || paused.load(std::memory_order_relaxed)) return;
+            }
+        }
+        const uint32_t seq = wakeSeq.load(std::memory_order_seq_cst);
+        sleepers.fetch_add(1, std::memory_order_seq_cst);
+        if (!wanted(index) || !workLeft()) futexWait(&wakeSeq, seq, -1);
+        sleepers.fetch_sub(1, std::memory_order_seq_cst);
     }
 
     void workerMain(int index) {
@@ -170,23 +207,22 @@ struct Pool {
                     break;
                 }
                 cpuRelax();
-                if ((i & 127) == 0 && nowNs() - start > kSpinNs) break;
+                if ((i & 127) == 0 && (paused.load(std::memory_order_relaxed) || nowNs() - start > kSpinNs)) break;
             }
             if (!found) {
-                const uint32_t seq = wakeSeq.load(std::memory_order_seq_cst);
-                sleepers.fetch_add(1, std::memory_order_seq_cst);
-                if (index >= threads.load(std::memory_order_seq_cst) || !workLeft()) futexWait(&wakeSeq, seq);
-                sleepers.fetch_sub(1, std::memory_order_seq_cst);
+                idle(index);
                 continue;
             }
-            int chunk, chunks;
-            while (claim(chunk, chunks)) {
-                ChunkFn f = fn;
-                void *c = ctx;
+            int chunk;
+            while (claim(false, chunk)) {
+                // the job cannot end before this chunk is done: its fields are stable
+                const ChunkFn f = fn;
+                void *const c = ctx;
+                const uint32_t total = uint32_t(chunks);
                 tlsChunk = chunk;
                 f(c, chunk);
                 tlsChunk = 0;
-                if (done.fetch_add(1, std::memory_order_seq_cst) + 1 == uint32_t(chunks) &&
+                if (done.fetch_add(1, std::memory_order_seq_cst) + 1 == total &&
                     callerSleeping.load(std::memory_order_seq_cst))
                     futexWakeAll(&done);
             }
@@ -201,40 +237,59 @@ struct Pool {
         }
     }
 
-    void runParallel(int chunks, ChunkFn f, void *c) {
-        fn = f, ctx = c;
+    // One job; returns how long the caller waited for chunks that workers held after it had
+    // run out of chunks to claim, and (in ownNs) how long it worked itself.
+    int64_t runParallel(int n, ChunkFn f, void *c, int64_t &ownNs, int &mine) {
+        fn = f, ctx = c, chunks = n;
         done.store(0, std::memory_order_relaxed);
+        paused.store(false, std::memory_order_relaxed);
         ++jobId;
-        state.store((uint64_t(jobId) << 32) | (uint64_t(chunks) << 16), std::memory_order_seq_cst);
+        const int64_t start = nowNs();
+        state.store((uint64_t(jobId) << 32) | uint64_t(n), std::memory_order_seq_cst); // lo 0, hi n
         if (sleepers.load(std::memory_order_seq_cst) > 0) {
             wakeSeq.fetch_add(1, std::memory_order_seq_cst);
             futexWakeAll(&wakeSeq);
         }
-        int chunk, total, mine = 0;
-        while (claim(chunk, total)) {
+        int chunk;
+        mine = 0;
+        while (claim(true, chunk)) {
             tlsChunk = chunk;
             f(c, chunk);
             ++mine;
         }
         tlsChunk = 0;
-        if (done.fetch_add(uint32_t(mine), std::memory_order_seq_cst) + uint32_t(mine) == uint32_t(chunks)) return;
+        const int64_t own = nowNs();
+        ownNs = own - start;
+        if (done.fetch_add(uint32_t(mine), std::memory_order_seq_cst) + uint32_t(mine) == uint32_t(n)) return 0;
         // chunks in flight on workers: spin a little, then sleep until the last one is done
-        const int64_t start = nowNs();
-        for (int i = 1; done.load(std::memory_order_acquire) != uint32_t(chunks); ++i) {
+        for (int i = 1; done.load(std::memory_order_acquire) != uint32_t(n); ++i) {
             cpuRelax();
-            if ((i & 63) == 0 && nowNs() - start > kCallerSpinNs) {
+            if ((i & 63) == 0 && nowNs() - own > kCallerSpinNs) {
                 callerSleeping.store(1, std::memory_order_seq_cst);
-                for (uint32_t d; (d = done.load(std::memory_order_seq_cst)) != uint32_t(chunks);)
-                    futexWait(&done, d);
+                for (uint32_t d; (d = done.load(std::memory_order_seq_cst)) != uint32_t(n);) futexWait(&done, d);
                 callerSleeping.store(0, std::memory_order_relaxed);
                 break;
             }
         }
         std::atomic_thread_fence(std::memory_order_acquire);
+        return nowNs() - own;
     }
 };
 
 std::atomic<Pool *> thePool{nullptr};
+
+// COFACTOR_POOL_STATS=1: counts printed on stderr at exit (diagnostics for the policy).
+struct Stats {
+    std::atomic<uint64_t> parallel{0}, backedOff{0}, stalls{0}, workerChunks{0}, chunks{0}, stallNs{0};
+    ~Stats() {
+        if (!std::getenv("COFACTOR_POOL_STATS")) return;
+        std::fprintf(stderr,
+                     "cofactor pool: %llu parallel loops (%llu of %llu chunks on workers), %llu stalls (%.1f ms), "
+                     "%llu loops serial in back-off\n",
+                     (unsigned long long)parallel, (unsigned long long)workerChunks, (unsigned long long)chunks,
+                     (unsigned long long)stalls, double(stallNs.load()) * 1e-6, (unsigned long long)backedOff);
+    }
+} stats;
 std::mutex poolMutex;
 std::atomic<int> requested{0}; // setNumThreads's value; 0: the default
 
@@ -306,12 +361,36 @@ void run(int chunks, ChunkFn fn, void *ctx) {
     };
     if (chunks <= 1 || numThreads() <= 1) return serial();
     Pool *p = pool();
+    if (nowNs() < p->serialUntil.load(std::memory_order_relaxed)) {
+        stats.backedOff.fetch_add(1, std::memory_order_relaxed);
+        return serial();
+    }
     std::unique_lock<std::mutex> lock(p->busy, std::try_to_lock);
     if (!lock.owns_lock()) return serial();
     const int threads = numThreads();
     p->threads.store(threads, std::memory_order_relaxed);
     p->ensureWorkers(threads);
-    p->runParallel(chunks, fn, ctx);
+    int64_t own = 0;
+    int mine = 0;
+    const int64_t stall = p->runParallel(chunks, fn, ctx, own, mine);
+    stats.parallel.fetch_add(1, std::memory_order_relaxed);
+    stats.chunks.fetch_add(uint64_t(chunks), std::memory_order_relaxed);
+    stats.workerChunks.fetch_add(uint64_t(chunks - mine), std::memory_order_relaxed);
+    // Back-off. Waiting for a worker the OS preempted in the middle of a chunk costs up to a
+    // time slice (milliseconds), against microseconds of work per gate on a small state: a
+    // machine whose cores are all busy. After such a stall the loops run serially for a
+    // while (32x the stall, doubling while stalls repeat), and the workers sleep instead of
+    // spinning, so that they do not take CPU time from the calling thread either.
+    if (stall > kStallNs && stall > own / 2) {
+        stats.stalls.fetch_add(1, std::memory_order_relaxed);
+        stats.stallNs.fetch_add(uint64_t(stall), std::memory_order_relaxed);
+        p->badStreak = std::min(p->badStreak + 1, 6);
+        const int64_t window = std::clamp<int64_t>((32 * stall) << (p->badStreak - 1), kMinBackoffNs, kMaxBackoffNs);
+        p->serialUntil.store(nowNs() + window, std::memory_order_relaxed);
+        p->paused.store(true, std::memory_order_relaxed);
+    } else {
+        p->badStreak = 0;
+    }
 }
 
 } // namespace cf::pool
