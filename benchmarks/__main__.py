@@ -2,7 +2,7 @@
 
     python -m benchmarks [--quick] [--only SECTION[,SECTION...]] [--threads N]
 
-Sections: compile, percall, sel, loop, gates (see benchmarks/README.md). Prints a table,
+Sections: compile, percall, sel, loop, gates, contention (see benchmarks/README.md). Prints a table,
 writes benchmarks/results/latest.json and benchmarks/results/latest.png. Run it with the
 cofactor venv's interpreter; the peers run in <repo>/.venv-peers, created on demand.
 """
@@ -16,10 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import env, report
+from benchmarks import contention, env, report
 from benchmarks.programs import SEL_LAYERS, SYSTEM_LABELS, SYSTEM_VENV, SYSTEMS
 
-SECTIONS = ("compile", "percall", "sel", "loop", "gates")
+SECTIONS = ("compile", "percall", "sel", "loop", "gates", "contention")
 RESULTS = Path(__file__).resolve().parent / "results"
 
 # Sizes and repetitions. Every measurement process also has a timeout; a timeout is
@@ -37,6 +37,9 @@ CONFIG = {
         "gate_n": [22],
         "gate_rounds": 3,
         "adjoint_n": 20,
+        "contention_n": [12, 16, 20],
+        "contention_rounds": 5,
+        "contention_max_total_s": 6.0,
         "timeout_s": 300,
     },
     "full": {
@@ -51,6 +54,9 @@ CONFIG = {
         "gate_n": [20, 22, 24],
         "gate_rounds": 5,
         "adjoint_n": 20,
+        "contention_n": [10, 12, 14, 16, 18, 20, 22, 24],
+        "contention_rounds": 7,
+        "contention_max_total_s": 30.0,
         "timeout_s": 1500,
     },
 }
@@ -102,13 +108,15 @@ class Runner:
         self.cfg = cfg
         self.pythons = pythons
 
-    def run(self, system: str, spec: dict) -> dict:
+    def run(self, system: str, spec: dict, threads: int | None = None) -> dict:
+        """One worker; `threads` overrides --threads (0: the libraries' defaults)."""
         python = self.pythons.get(SYSTEM_VENV[system])
         if python is None:
             return {"error": "peers venv unavailable"}
         spec = {"system": system, **spec}
         t = time.perf_counter()
-        out = env.run_worker(python, spec, self.cfg["timeout_s"], self.args.threads)
+        threads = self.args.threads if threads is None else threads
+        out = env.run_worker(python, spec, self.cfg["timeout_s"], threads)
         what = ", ".join(f"{k}={v}" for k, v in spec.items() if k in ("task", "program", "n"))
         errors = [out["error"]] if "error" in out else []
         errors += [
@@ -247,6 +255,9 @@ class Runner:
                 "gates": gates,
             }
         return {"sizes": sizes, "adjoint": r.get("adjoint")}
+
+    def contention(self) -> dict:
+        return contention.run_section(self)
 
 
 def _summ(r: dict) -> dict:

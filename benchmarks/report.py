@@ -356,6 +356,10 @@ def goals(res: dict) -> list[dict]:
                 f"gate's fastest run instead: geometric mean {_gmean(best):.2f}x (the bound is "
                 "the best bandwidth seen, the machine is shared)",
             )
+    if "contention" in res:
+        from benchmarks import contention  # imports this module
+
+        out += contention.goals(res["contention"])
     return out
 
 
@@ -448,6 +452,10 @@ def render(res: dict) -> str:
     ]
     parts = ["\n".join(head)]
     parts += [t.render() for t in build_tables(res)]
+    if "contention" in res:
+        from benchmarks import contention  # imports this module
+
+        parts.append(contention.render(res["contention"]))
     parts.append(render_goals(res.get("goals", [])))
     parts.append(render_agreement(res.get("agreement")))
     return "\n\n".join(parts)

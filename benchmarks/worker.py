@@ -224,6 +224,10 @@ def main() -> None:
             from benchmarks import gates
 
             result = gates.task_gates(spec)
+        elif spec["task"] == "contention":
+            from benchmarks import contention
+
+            result = contention.task_contention(spec)
         else:
             result = TASKS[spec["task"]](spec)
     except NotAvailable as err:

@@ -67,7 +67,30 @@ SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "cf_rt_set_state": (None, [_dp]),
     "cf_rt_gate_info": (c_char_p, [c_int64, _ip, _ip]),
     "cf_rt_gate_repeat": (None, [c_int64, c_int64, _dp, c_int64, _ip, c_int64]),
+    "cf_rt_num_threads": (c_int64, []),
+    "cf_rt_set_num_threads": (None, [c_int64]),
 }
+
+THREADS_ENV = "COFACTOR_NUM_THREADS"
+
+
+def check_threads_env() -> None:
+    """Warns (RuntimeWarning) when COFACTOR_NUM_THREADS is set to something the runtime
+    ignores: it wants a positive integer or "auto" (runtime/README.md, "Threads")."""
+    value = os.environ.get(THREADS_ENV)
+    if value is None or value.strip() in ("", "auto"):
+        return
+    text = value.strip()
+    if not (text.isascii() and text.isdigit() and int(text) >= 1):
+        import warnings
+
+        warnings.warn(
+            f"{THREADS_ENV}={value!r} is not a positive integer or 'auto'; the runtime ignores "
+            "it and uses its default thread count (OMP_NUM_THREADS, else the CPUs this "
+            "process may run on)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def library_path(path: str | os.PathLike[str] | None = None) -> Path:
@@ -86,6 +109,7 @@ def load_runtime(path: str | os.PathLike[str] | None = None) -> ctypes.CDLL:
             f"cofactor runtime library not found at {lib_path}; build it with `make setup` "
             "(or set COFACTOR_RUNTIME_LIB)"
         )
+    check_threads_env()
     lib = ctypes.CDLL(str(lib_path), mode=ctypes.RTLD_GLOBAL)
     for name, (restype, argtypes) in SIGNATURES.items():
         fn = getattr(lib, name)

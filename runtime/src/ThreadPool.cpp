@@ -52,8 +52,7 @@ constexpr int kChunkAmpsLog2 = 14;
 constexpr int kMaxThreads = 1024;
 constexpr int64_t kSpinNs = 50000;       // a worker's spin before it sleeps
 constexpr int64_t kCallerSpinNs = 20000; // the caller's spin on chunks still in flight
-constexpr int64_t kStallNs = 50000;      // a wait for workers longer than this is a stall...
-constexpr int64_t kMinBackoffNs = 1000000, kMaxBackoffNs = 1000000000; // ...and backs off
+constexpr int64_t kStallNs = 50000;      // a wait for workers longer than this is a stall
 
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -133,6 +132,60 @@ int defaultThreads() {
     return affinityThreads();
 }
 
+// Serial or parallel, decided by measurement. Whether a second thread helps depends on the
+// machine's load, and on what the scheduler gives a process: with per-session CPU shares
+// (cgroups) a busy machine gives a process the same CPU time whatever its thread count, and
+// the second thread only adds its overhead. So the pool measures: a probe of kProbeNs of loop
+// time in parallel, then one serial, each yielding amplitudes per second; the faster one
+// (parallel only if it wins by 15%) then holds for kHoldNs of loop time, then the next probe.
+// A stall (a preempted worker's chunk kept the caller waiting; milliseconds on a busy machine,
+// against microseconds per loop on a small state) switches to serial at once, for a hold of at
+// least 32x the stall. Costs: the losing mode's probe, about 6% of the loop time.
+// COFACTOR_POOL_POLICY=parallel skips the measurement (every loop that can run in parallel
+// does): for tests and for measuring the policy itself.
+class Policy {
+  public:
+    bool parallelNow() const {
+        return always_ || phase_ == ProbeParallel || (phase_ == Hold && holdParallel_);
+    }
+
+    void record(int64_t ns, double work) {
+        ns_ += ns, work_ += work;
+        const int64_t length = phase_ == Hold ? holdNs_ : kProbeNs;
+        if (ns_ < length) return;
+        const double rate = work_ / double(ns_);
+        if (phase_ == ProbeParallel) {
+            parallelRate_ = rate;
+            next(ProbeSerial);
+        } else if (phase_ == ProbeSerial) {
+            holdParallel_ = parallelRate_ > 1.15 * rate;
+            holdNs_ = kHoldNs;
+            next(Hold);
+        } else {
+            next(ProbeParallel);
+        }
+    }
+
+    void stalled(int64_t stallNs) {
+        holdParallel_ = false;
+        holdNs_ = std::max(kHoldNs, 32 * stallNs);
+        next(Hold);
+    }
+
+  private:
+    static constexpr int64_t kProbeNs = 4000000, kHoldNs = 64000000;
+    enum Phase { ProbeParallel, ProbeSerial, Hold };
+    void next(Phase p) { phase_ = p, ns_ = 0, work_ = 0; }
+    Phase phase_ = ProbeParallel;
+    bool always_ = [] {
+        const char *env = std::getenv("COFACTOR_POOL_POLICY");
+        return env && std::string(env) == "parallel";
+    }();
+    bool holdParallel_ = false;
+    int64_t ns_ = 0, holdNs_ = kHoldNs;
+    double work_ = 0, parallelRate_ = 0;
+};
+
 struct Pool {
     // The current job: `state` = job id (32 bits) | lo (16) | hi (16), the unclaimed chunks
     // being [lo, hi). The caller claims from the front, workers from the back: with two
@@ -144,9 +197,8 @@ struct Pool {
     std::atomic<uint32_t> wakeSeq{0};        // futex word the idle workers sleep on
     std::atomic<int> sleepers{0};           // workers in deep sleep (see idle)
     std::atomic<int> threads{1};    // participants: the caller and workers 1 .. threads - 1
-    std::atomic<bool> paused{false}; // the caller backs off (see run): workers sleep at once
-    std::atomic<int64_t> serialUntil{0}; // back-off: loops before this time run serially
-    int badStreak = 0;
+    std::atomic<bool> paused{false}; // the caller runs serially (Policy): workers sleep at once
+    Policy policy;                   // guarded by `busy`
     ChunkFn fn = nullptr; // the current job's; written before `state` is published
     void *ctx = nullptr;
     int chunks = 0;
@@ -280,14 +332,14 @@ std::atomic<Pool *> thePool{nullptr};
 
 // COFACTOR_POOL_STATS=1: counts printed on stderr at exit (diagnostics for the policy).
 struct Stats {
-    std::atomic<uint64_t> parallel{0}, backedOff{0}, stalls{0}, workerChunks{0}, chunks{0}, stallNs{0};
+    std::atomic<uint64_t> parallel{0}, serial{0}, stalls{0}, workerChunks{0}, chunks{0}, stallNs{0};
     ~Stats() {
         if (!std::getenv("COFACTOR_POOL_STATS")) return;
         std::fprintf(stderr,
                      "cofactor pool: %llu parallel loops (%llu of %llu chunks on workers), %llu stalls (%.1f ms), "
-                     "%llu loops serial in back-off\n",
+                     "%llu loops serial by policy\n",
                      (unsigned long long)parallel, (unsigned long long)workerChunks, (unsigned long long)chunks,
-                     (unsigned long long)stalls, double(stallNs.load()) * 1e-6, (unsigned long long)backedOff);
+                     (unsigned long long)stalls, double(stallNs.load()) * 1e-6, (unsigned long long)serial);
     }
 } stats;
 std::mutex poolMutex;
@@ -350,7 +402,7 @@ int chunkCount(uint64_t count, uint64_t amps) {
     return int(std::min<uint64_t>({byAmps, uint64_t(kMaxChunks), count}));
 }
 
-void run(int chunks, ChunkFn fn, void *ctx) {
+void run(int chunks, uint64_t work, ChunkFn fn, void *ctx) {
     const int saved = tlsChunk;
     auto serial = [&] {
         for (int c = 0; c < chunks; ++c) {
@@ -361,12 +413,17 @@ void run(int chunks, ChunkFn fn, void *ctx) {
     };
     if (chunks <= 1 || numThreads() <= 1) return serial();
     Pool *p = pool();
-    if (nowNs() < p->serialUntil.load(std::memory_order_relaxed)) {
-        stats.backedOff.fetch_add(1, std::memory_order_relaxed);
-        return serial();
-    }
     std::unique_lock<std::mutex> lock(p->busy, std::try_to_lock);
     if (!lock.owns_lock()) return serial();
+    Policy &policy = p->policy;
+    const int64_t start = nowNs();
+    if (!policy.parallelNow()) {
+        p->paused.store(true, std::memory_order_relaxed);
+        serial();
+        stats.serial.fetch_add(1, std::memory_order_relaxed);
+        policy.record(nowNs() - start, double(work));
+        return;
+    }
     const int threads = numThreads();
     p->threads.store(threads, std::memory_order_relaxed);
     p->ensureWorkers(threads);
@@ -376,21 +433,14 @@ void run(int chunks, ChunkFn fn, void *ctx) {
     stats.parallel.fetch_add(1, std::memory_order_relaxed);
     stats.chunks.fetch_add(uint64_t(chunks), std::memory_order_relaxed);
     stats.workerChunks.fetch_add(uint64_t(chunks - mine), std::memory_order_relaxed);
-    // Back-off. Waiting for a worker the OS preempted in the middle of a chunk costs up to a
-    // time slice (milliseconds), against microseconds of work per gate on a small state: a
-    // machine whose cores are all busy. After such a stall the loops run serially for a
-    // while (32x the stall, doubling while stalls repeat), and the workers sleep instead of
-    // spinning, so that they do not take CPU time from the calling thread either.
     if (stall > kStallNs && stall > own / 2) {
         stats.stalls.fetch_add(1, std::memory_order_relaxed);
         stats.stallNs.fetch_add(uint64_t(stall), std::memory_order_relaxed);
-        p->badStreak = std::min(p->badStreak + 1, 6);
-        const int64_t window = std::clamp<int64_t>((32 * stall) << (p->badStreak - 1), kMinBackoffNs, kMaxBackoffNs);
-        p->serialUntil.store(nowNs() + window, std::memory_order_relaxed);
+        policy.stalled(stall);
         p->paused.store(true, std::memory_order_relaxed);
-    } else {
-        p->badStreak = 0;
+        return;
     }
+    policy.record(nowNs() - start, double(work));
 }
 
 } // namespace cf::pool

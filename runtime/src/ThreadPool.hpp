@@ -36,9 +36,11 @@ int chunkCount(uint64_t count, uint64_t amps);
 
 // Runs fn(ctx, c) for every c in [0, chunks), on the calling thread and whichever workers
 // are awake, and returns when all have finished. Serial when there is one thread, when
-// another thread's loop holds the pool, or when chunks <= 1.
+// another thread's loop holds the pool, when chunks <= 1, or when the pool's policy found
+// that a second thread does not pay on this machine now (ThreadPool.cpp, Policy). `work`:
+// the loop's size (amplitudes), for that policy's throughput figures.
 using ChunkFn = void (*)(void *ctx, int chunk);
-void run(int chunks, ChunkFn fn, void *ctx);
+void run(int chunks, uint64_t work, ChunkFn fn, void *ctx);
 
 // The chunk the current thread is running (0 outside run): the slot a kernel's per-chunk
 // scratch or partial sums use. initial-exec: one load from the thread pointer, as cheap as

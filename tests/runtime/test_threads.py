@@ -1,0 +1,187 @@
+"""The runtime's thread pool (runtime/src/ThreadPool.cpp): results do not depend on the
+thread count, and COFACTOR_NUM_THREADS / OMP_NUM_THREADS set it.
+
+Loops over 2^16 amplitudes and more are cut into chunks whose boundaries depend on the sizes
+only, and sums add per-chunk partials in chunk order, so every figure must be bitwise the
+same with 1, 2 or 3 threads (17 qubits: 2^17 amplitudes, the chunked path).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from cofactor.runtime_lib import check_threads_env
+
+N = 17
+ONE_QUBIT = ["Hadamard", "SX", "T", "RX", "RY", "RZ", "PhaseShift", "Rot", "U2", "U3"]
+TWO_QUBIT = ["CNOT", "CZ", "SWAP", "ISWAP", "CRX", "CRot", "IsingXX", "IsingXY", "IsingZZ"]
+TWO_QUBIT += ["SingleExcitation", "ControlledPhaseShift"]
+MULTI = [("Toffoli", 3), ("CSWAP", 3), ("DoubleExcitation", 4), ("MultiRZ", 3)]
+
+
+def _random_ops(rng, count):
+    """(name, params, targets, controls, control values, adjoint) of a random circuit: gates
+    of 1 to 4 targets, some with controls of either value, some adjoint, on random wires."""
+    ops = [("Hadamard", [], [w], [], [], False) for w in range(N)]
+    for _ in range(count):
+        kind = rng.integers(3)
+        if kind == 0:
+            name, k = ONE_QUBIT[rng.integers(len(ONE_QUBIT))], 1
+        elif kind == 1:
+            name, k = TWO_QUBIT[rng.integers(len(TWO_QUBIT))], 2
+        else:
+            name, k = MULTI[rng.integers(len(MULTI))]
+        wires = [int(w) for w in rng.permutation(N)]
+        nctrl = int(rng.integers(3)) if k < 4 else 0
+        ctrls, vals = wires[k : k + nctrl], [int(v) for v in rng.integers(2, size=nctrl)]
+        ops.append((name, None, wires[:k], ctrls, vals, bool(rng.integers(2))))
+    return ops
+
+
+def _run(rt, ops, params, h):
+    """Everything the simulator reduces over the state, with the current thread count."""
+    rt.acquire(N)
+    rt.tape_start()
+    i = 0
+    for name, _, targets, ctrls, vals, adjoint in ops:
+        n = rt.gates[name][1]
+        rt.gate(name, params[i : i + n], targets, adjoint=adjoint, ctrls=ctrls, cvals=vals)
+        i += n
+    rt.tape_stop()
+    obs = [
+        rt.named("PauliZ", N - 1),
+        rt.tensor([rt.named("PauliX", 0), rt.named("PauliY", 5), rt.named("PauliZ", N - 2)]),
+        rt.hermitian(h, [3, 11]),
+        rt.hamiltonian([0.5, -1.25], [rt.named("PauliX", 2), rt.named("Hadamard", 9)]),
+    ]
+    out = {
+        "state": rt.state(),
+        "expval": np.array([rt.expval(o) for o in obs]),
+        "var": np.array([rt.var(o) for o in obs]),
+        "probs": rt.probs([4, 0, 13]),
+        "probs_all": rt.probs(list(range(N))),
+        "jacobian": rt.adjoint_jacobian(obs),
+    }
+    rt.release()
+    return out
+
+
+def _results_for_thread_counts(rt, lib, rng):
+    ops = _random_ops(rng, 60)
+    params = rng.uniform(-np.pi, np.pi, sum(rt.gates[op[0]][1] for op in ops))
+    h = rng.normal(size=(4, 4)) + 1j * rng.normal(size=(4, 4))
+    h = h + h.conj().T
+    results = {}
+    try:
+        for threads in (1, 2, 3):
+            lib.cf_rt_set_num_threads(threads)
+            assert lib.cf_rt_num_threads() == threads
+            results[threads] = _run(rt, ops, params, h)
+    finally:
+        lib.cf_rt_set_num_threads(0)
+    one = results[1]
+    assert abs(np.linalg.norm(one["state"]) - 1) < 1e-12
+    assert np.max(np.abs(one["jacobian"])) > 1e-3  # not trivially zero
+    for threads in (2, 3):
+        for key, value in one.items():
+            assert np.array_equal(results[threads][key], value), (threads, key)
+
+
+DETERMINISM = (
+    "import sys\n"
+    "import numpy as np\n"
+    "sys.path.insert(0, {here!r})\n"
+    "from conftest import Runtime\n"
+    "from cofactor.runtime_lib import load_runtime\n"
+    "import test_threads\n"
+    "lib = load_runtime()\n"
+    "test_threads._results_for_thread_counts(Runtime(lib), lib, np.random.default_rng({seed}))\n"
+    "print('ok')\n"
+)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_results_bitwise_equal_for_1_2_3_threads(seed):
+    """In a new process whose pool always runs loops in parallel (COFACTOR_POOL_POLICY:
+    the adaptive policy may choose serial on a busy machine); its statistics must show
+    chunks that ran on worker threads, or the comparison would prove nothing."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, COFACTOR_POOL_POLICY="parallel", COFACTOR_POOL_STATS="1")
+    proc = subprocess.run(
+        [sys.executable, "-c", DETERMINISM.format(here=here, seed=seed)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
+    stats = re.search(r"\((\d+) of (\d+) chunks on workers\)", proc.stderr)
+    assert stats, proc.stderr[-3000:]
+    assert int(stats.group(1)) > 0, stats.group(0)
+
+
+def test_default_restored_and_clamped(lib):
+    default = lib.cf_rt_num_threads()
+    assert default >= 1
+    try:
+        lib.cf_rt_set_num_threads(5)
+        assert lib.cf_rt_num_threads() == 5
+    finally:
+        lib.cf_rt_set_num_threads(0)
+    assert lib.cf_rt_num_threads() == default
+
+
+SCRIPT = (
+    "import sys\n"
+    "from cofactor.runtime_lib import load_runtime\n"
+    "print('threads', load_runtime().cf_rt_num_threads())\n"
+)
+
+
+def _threads_in_new_process(**env_vars):
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("COFACTOR_NUM_THREADS", "OMP_NUM_THREADS")
+    }
+    env.update(env_vars)
+    proc = subprocess.run(
+        [sys.executable, "-W", "always", "-c", SCRIPT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    line = [x for x in proc.stdout.splitlines() if x.startswith("threads ")][-1]
+    return int(line.split()[1]), proc.stderr
+
+
+def test_thread_count_from_the_environment():
+    cpus = len(os.sched_getaffinity(0))
+    assert _threads_in_new_process()[0] == cpus
+    assert _threads_in_new_process(COFACTOR_NUM_THREADS="3")[0] == 3
+    assert _threads_in_new_process(COFACTOR_NUM_THREADS="auto")[0] == cpus
+    assert _threads_in_new_process(OMP_NUM_THREADS="4,2")[0] == 4  # OpenMP's list syntax
+    # COFACTOR_NUM_THREADS wins over OMP_NUM_THREADS
+    assert _threads_in_new_process(COFACTOR_NUM_THREADS="2", OMP_NUM_THREADS="5")[0] == 2
+
+
+@pytest.mark.parametrize("value", ["two", "0", "-1", "1.5", "3x"])
+def test_bad_thread_count_is_reported_and_ignored(value):
+    threads, stderr = _threads_in_new_process(COFACTOR_NUM_THREADS=value, OMP_NUM_THREADS="3")
+    assert threads == 3  # falls back to OMP_NUM_THREADS
+    assert "COFACTOR_NUM_THREADS" in stderr and "positive integer" in stderr
+    assert "RuntimeWarning" in stderr  # Python's warning, not only the library's stderr line
+
+
+def test_check_threads_env_warns(monkeypatch):
+    monkeypatch.setenv("COFACTOR_NUM_THREADS", "many")
+    with pytest.warns(RuntimeWarning, match="COFACTOR_NUM_THREADS='many'"):
+        check_threads_env()
+    monkeypatch.setenv("COFACTOR_NUM_THREADS", " 8 ")
+    check_threads_env()  # no warning
