@@ -1,16 +1,19 @@
 // The chunked thread pool of ThreadPool.hpp.
 //
-// Protocol. One 64-bit word describes the current loop: job id (32 bits) | chunk count
-// (16) | next unclaimed chunk (16). The caller stores the loop's function and context, then
-// publishes the word; every participant claims chunks with a compare-and-swap on it and reads
-// the function only after a successful claim (the loop cannot end before that chunk is done,
-// so the function is still valid). Finished chunks are counted in `done`; the caller returns
-// once `done` reaches the chunk count. The job id keeps a stale claim from ever succeeding.
+// Protocol. One 64-bit word describes the current loop: job id (32 bits) | lo (16) | hi (16),
+// [lo, hi) being the chunks nobody has claimed yet. The caller stores the loop's function,
+// context and chunk count, then publishes the word; every participant claims chunks with a
+// compare-and-swap on it (the caller from the front, workers from the back) and reads the
+// function only after a successful claim (the loop cannot end before that chunk is done, so
+// the function is still valid). Finished chunks are counted in `done`; the caller returns once
+// `done` reaches the chunk count. The job id keeps a stale claim from ever succeeding.
 //
 // Waiting. A worker with nothing to do spins (with pause) for kSpinNs, so back-to-back gates
-// find it awake, then sleeps on a futex; a new loop wakes sleepers only when there are some.
-// The caller, once no chunk is left to claim, spins briefly on `done` and then sleeps too:
-// a worker that was descheduled in the middle of a chunk then gets the caller's CPU.
+// find it awake, then naps and finally sleeps on a futex (Pool::idle). The caller, once no
+// chunk is left to claim, spins briefly on `done` and then sleeps too: a worker that was
+// descheduled in the middle of a chunk then gets the caller's CPU.
+//
+// Whether a loop runs in parallel at all is decided by measurement (Policy).
 #include "ThreadPool.hpp"
 
 #pragma GCC visibility push(default)
