@@ -99,9 +99,10 @@ DETERMINISM = (
     "sys.path.insert(0, {here!r})\n"
     "from conftest import Runtime\n"
     "from cofactor.runtime_lib import load_runtime\n"
-    "import test_threads\n"
+    "import test_thread_pool\n"
     "lib = load_runtime()\n"
-    "test_threads._results_for_thread_counts(Runtime(lib), lib, np.random.default_rng({seed}))\n"
+    "rng = np.random.default_rng({seed})\n"
+    "test_thread_pool._results_for_thread_counts(Runtime(lib), lib, rng)\n"
     "print('ok')\n"
 )
 
