@@ -6,6 +6,7 @@ import math
 import statistics
 from typing import Any
 
+from benchmarks import scale
 from benchmarks.programs import SYSTEM_LABELS
 
 PEERS = ("catalyst", "lightning", "jax")
@@ -180,6 +181,8 @@ def build_tables(res: dict) -> list[Table]:
         tables.append(t)
     if "gates" in res:
         tables.append(gates_table(res["gates"], res["meta"]["machine"].get("l3_bytes")))
+    if "scale" in res:
+        tables.append(scale.table(res["scale"], Table, stats))
     return tables
 
 
@@ -356,6 +359,8 @@ def goals(res: dict) -> list[dict]:
                 f"gate's fastest run instead: geometric mean {_gmean(best):.2f}x (the bound is "
                 "the best bandwidth seen, the machine is shared)",
             )
+    if "scale" in res:
+        scale.goals(res["scale"], add, ratio, stats)
     return out
 
 
@@ -397,6 +402,7 @@ def agreement(res: dict, rtol: float = 1e-6, atol: float = 1e-9) -> list[str]:
     for system, per_n in res.get("loop", {}).items():
         for n, e in per_n.items():
             put(f"GD loop n={n}", system, e)
+    scale.values(res.get("scale", {}), put)
     bad = []
     for label, values in groups.items():
         ref_system = "catalyst" if "catalyst" in values else next(iter(values))

@@ -224,6 +224,10 @@ def main() -> None:
             from benchmarks import gates
 
             result = gates.task_gates(spec)
+        elif spec["task"] == "scale":
+            from benchmarks import scale
+
+            result = scale.task_scale(spec)
         else:
             result = TASKS[spec["task"]](spec)
     except NotAvailable as err:
