@@ -100,9 +100,10 @@ SmallVector<OpOperand *> gateParameters(Operation *op) {
 /// reverse pass needs every gate's parameter number to address the shadow of
 /// `params`. A number loaded from a slot that the next gate overwrites must be
 /// cached, one i64 per gate in the tape Enzyme passes by value from the
-/// augmented forward to the reverse function (a 160-field struct for 20 layers
-/// of StronglyEntanglingLayers, which costs llc seconds). Constants need no
-/// cache; a number loaded after a region op costs one field per such op.
+/// augmented forward to the reverse function (4 pointers and 160 i64 for 20
+/// layers of StronglyEntanglingLayers on 8 wires, growing with the circuit,
+/// and 30% more time in opt). Constants need no cache: the tape is then a few
+/// pointers at any depth; a number loaded after a region op costs one field.
 class ParamCounter {
 public:
   /// `onSlot(builder, slot)` runs once, right after the slot is created (the
