@@ -2,9 +2,9 @@
 
     python -m benchmarks [--quick] [--only SECTION[,SECTION...]] [--threads N]
 
-Sections: compile, percall, sel, loop, gates, contention (see benchmarks/README.md). Prints a table,
-writes benchmarks/results/latest.json and benchmarks/results/latest.png. Run it with the
-cofactor venv's interpreter; the peers run in <repo>/.venv-peers, created on demand.
+Sections: compile, percall, sel, loop, gates, contention, scale (see benchmarks/README.md).
+Prints a table, writes benchmarks/results/latest.json and benchmarks/results/latest.png.
+Run it with the cofactor venv's interpreter; the peers run in <repo>/.venv-peers, created on demand.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import contention, env, report
+from benchmarks import contention, env, report, scale
 from benchmarks.programs import SEL_LAYERS, SYSTEM_LABELS, SYSTEM_VENV, SYSTEMS
 
-SECTIONS = ("compile", "percall", "sel", "loop", "gates", "contention")
+SECTIONS = ("compile", "percall", "sel", "loop", "gates", "contention", "scale")
 RESULTS = Path(__file__).resolve().parent / "results"
 
 # Sizes and repetitions. Every measurement process also has a timeout; a timeout is
@@ -40,6 +40,8 @@ CONFIG = {
         "contention_n": [12, 16, 20],
         "contention_rounds": 5,
         "contention_max_total_s": 6.0,
+        "scale_sizes": scale.SIZES["quick"],
+        "scale_cap_s": 60.0,
         "timeout_s": 300,
     },
     "full": {
@@ -57,6 +59,8 @@ CONFIG = {
         "contention_n": [10, 12, 14, 16, 18, 20, 22, 24],
         "contention_rounds": 7,
         "contention_max_total_s": 30.0,
+        "scale_sizes": scale.SIZES["full"],
+        "scale_cap_s": 600.0,
         "timeout_s": 1500,
     },
 }
@@ -84,6 +88,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="OMP/XLA threads per measured process (0: leave the defaults); default 1, so "
         "that a loaded 2-core machine gives comparable figures",
     )
+    p.add_argument(
+        "--scale-sizes",
+        default="",
+        help="sizes of the scale section's families, e.g. 'sel=5,10,20;tanh=32,64' (a family "
+        "left out keeps the mode's sizes; 'sel=' drops it)",
+    )
+    p.add_argument(
+        "--scale-cap",
+        type=float,
+        default=None,
+        help="seconds: a scale family stops growing once one size compiles slower (quick: "
+        "60, full: 600)",
+    )
     p.add_argument("--out", type=Path, default=RESULTS, help="folder for latest.json/.png")
     p.add_argument(
         "--update-readme",
@@ -95,11 +112,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for s in args.only:
         if s not in SECTIONS:
             p.error(f"unknown section {s!r}; choose from {', '.join(SECTIONS)}")
+    args.scale_sizes = _parse_scale_sizes(p, args.scale_sizes)
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     for s in args.systems:
         if s not in SYSTEMS:
             p.error(f"unknown system {s!r}; choose from {', '.join(SYSTEMS)}")
     return args
+
+
+def _parse_scale_sizes(p: argparse.ArgumentParser, text: str) -> dict[str, list[int]]:
+    sizes: dict[str, list[int]] = {}
+    for part in filter(None, (x.strip() for x in text.split(";"))):
+        family, _, values = part.partition("=")
+        if family.strip() not in scale.FAMILIES:
+            p.error(f"unknown scale family {family!r}; choose from {', '.join(scale.FAMILIES)}")
+        try:
+            sizes[family.strip()] = sorted(int(v) for v in values.split(",") if v.strip())
+        except ValueError:
+            p.error(f"--scale-sizes {part!r}: sizes must be integers")
+    return sizes
 
 
 class Runner:
@@ -117,7 +148,9 @@ class Runner:
         t = time.perf_counter()
         threads = self.args.threads if threads is None else threads
         out = env.run_worker(python, spec, self.cfg["timeout_s"], threads)
-        what = ", ".join(f"{k}={v}" for k, v in spec.items() if k in ("task", "program", "n"))
+        what = ", ".join(
+            f"{k}={v}" for k, v in spec.items() if k in ("task", "program", "family", "n")
+        )
         errors = [out["error"]] if "error" in out else []
         errors += [
             f"{k}: {v['error']}" for k, v in out.items() if isinstance(v, dict) and "error" in v
@@ -223,6 +256,9 @@ class Runner:
                     timed_out = n
         return out
 
+    def scale(self) -> dict:
+        return scale.run_section(self.run, self.systems(scale.SYSTEMS), self.cfg)
+
     def gates(self) -> dict:
         if "cofactor" not in self.args.systems:
             return {"error": "cofactor not selected"}
@@ -273,7 +309,11 @@ def _summ(r: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     mode = "quick" if args.quick else "full"
-    cfg = CONFIG[mode]
+    cfg = dict(CONFIG[mode])
+    sizes = {**cfg["scale_sizes"], **args.scale_sizes}
+    cfg["scale_sizes"] = {family: ns for family, ns in sizes.items() if ns}
+    if args.scale_cap is not None:
+        cfg["scale_cap_s"] = args.scale_cap
     started = time.time()
     pythons = {"cofactor": sys.executable}
     needs_peers = any(s != "cofactor" for s in args.systems)

@@ -6,6 +6,7 @@ import math
 import statistics
 from typing import Any
 
+from benchmarks import scale
 from benchmarks.programs import SYSTEM_LABELS
 
 PEERS = ("catalyst", "lightning", "jax")
@@ -180,6 +181,8 @@ def build_tables(res: dict) -> list[Table]:
         tables.append(t)
     if "gates" in res:
         tables.append(gates_table(res["gates"], res["meta"]["machine"].get("l3_bytes")))
+    if "scale" in res:
+        tables.append(scale.table(res["scale"], Table, stats))
     return tables
 
 
@@ -360,6 +363,8 @@ def goals(res: dict) -> list[dict]:
         from benchmarks import contention  # imports this module
 
         out += contention.goals(res["contention"])
+    if "scale" in res:
+        scale.goals(res["scale"], add, ratio, stats)
     return out
 
 
@@ -401,6 +406,7 @@ def agreement(res: dict, rtol: float = 1e-6, atol: float = 1e-9) -> list[str]:
     for system, per_n in res.get("loop", {}).items():
         for n, e in per_n.items():
             put(f"GD loop n={n}", system, e)
+    scale.values(res.get("scale", {}), put)
     bad = []
     for label, values in groups.items():
         ref_system = "catalyst" if "catalyst" in values else next(iter(values))

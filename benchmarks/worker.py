@@ -228,6 +228,10 @@ def main() -> None:
             from benchmarks import contention
 
             result = contention.task_contention(spec)
+        elif spec["task"] == "scale":
+            from benchmarks import scale
+
+            result = scale.task_scale(spec)
         else:
             result = TASKS[spec["task"]](spec)
     except NotAvailable as err:

@@ -2,7 +2,10 @@
 // RUN:   | FileCheck %s
 
 // --cofactor-split-qnodes on a QNode whose gate parameters are computed classically,
-// some inside an scf.for. Gate parameters are numbered in execution order by a counter.
+// some inside an scf.for. Gate parameters are numbered in execution order: gates in
+// straight-line code get constant numbers, the gates of a region op read and bump a stack
+// counter, and the number is loaded back once after the region op. (A number loaded per
+// gate would be one more value Enzyme caches in the tape, for every gate.)
 
 func.func private @circuit(%x: memref<3xf64>, %out: memref<f64>)
     attributes {cofactor.qnode, cofactor.diff_method = "adjoint", cofactor.num_inputs = 1 : i64} {
@@ -64,14 +67,18 @@ func.func @grad(%x: memref<3xf64>, %out: memref<f64>, %ct: memref<f64>, %dx: mem
 // CHECK: llvm.call @malloc
 // CHECK: %[[PARAMS:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<?xf64>
 // CHECK: %[[A:.*]] = arith.mulf
-// CHECK: %[[I0:.*]] = memref.load %[[CTR]][] : memref<index>
-// CHECK: memref.store %[[A]], %[[PARAMS]][%{{.*}}] : memref<?xf64>
-// CHECK: scf.for
+// CHECK-NOT: memref.load %[[CTR]]
+// CHECK: %[[I0:.*]] = arith.constant 0 : index
+// CHECK-NEXT: memref.store %[[A]], %[[PARAMS]][%[[I0]]] : memref<?xf64>
+// CHECK-NEXT: %[[I1:.*]] = arith.constant 1 : index
+// CHECK-NEXT: memref.store %[[I1]], %[[CTR]][] : memref<index>
+// CHECK-NEXT: scf.for
 // CHECK: %[[XI:.*]] = memref.load %arg0[
-// CHECK: memref.load %[[CTR]][] : memref<index>
-// CHECK: memref.store %[[XI]], %[[PARAMS]][%{{.*}}] : memref<?xf64>
+// CHECK: %[[K:.*]] = memref.load %[[CTR]][] : memref<index>
+// CHECK: memref.store %[[XI]], %[[PARAMS]][%[[K]]] : memref<?xf64>
 // CHECK: }
-// CHECK: memref.store %{{.*}}, %[[PARAMS]][%{{.*}}] : memref<?xf64>
+// CHECK-NEXT: %[[AFTER:.*]] = memref.load %[[CTR]][] : memref<index>
+// CHECK-NEXT: memref.store %{{.*}}, %[[PARAMS]][%[[AFTER]]] : memref<?xf64>
 // CHECK: call @circuit.quantum(%arg0, %[[PARAMS]], %arg1) : (memref<3xf64>, memref<?xf64>, memref<f64>) -> ()
 // CHECK: memref.dealloc %[[PARAMS]]
 // CHECK-NOT: quantum.
@@ -120,6 +127,61 @@ func.func @grad(%x: memref<3xf64>, %out: memref<f64>, %ct: memref<f64>, %dx: mem
 // CHECK-NEXT: quantum.device_release
 
 // CHECK-NOT: @circuit.quantum.vjp
+
+// -----
+
+// Straight-line gates (the usual traced circuit): constant parameter numbers, no counter
+// slot at all, and a constant count.
+
+func.func private @line(%x: memref<2xf64>, %out: memref<f64>)
+    attributes {cofactor.qnode, cofactor.diff_method = "adjoint", cofactor.num_inputs = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %w0 = arith.constant 0 : i64
+  "quantum.device_acquire"() {num_qubits = 1 : i64} : () -> ()
+  %x0 = memref.load %x[%c0] : memref<2xf64>
+  %x1 = memref.load %x[%c1] : memref<2xf64>
+  "quantum.gate"(%x0, %x1, %x0, %w0) {gate = "Rot", num_params = 3 : i64, num_wires = 1 : i64} : (f64, f64, f64, i64) -> ()
+  "quantum.gate"(%x1, %w0) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  %obs = "quantum.obs_named"(%w0) {kind = "PauliZ"} : (i64) -> !quantum.obs
+  %e = "quantum.expval"(%obs) : (!quantum.obs) -> f64
+  memref.store %e, %out[] : memref<f64>
+  "quantum.device_release"() : () -> ()
+  return
+}
+func.func @grad(%x: memref<2xf64>, %out: memref<f64>, %ct: memref<f64>, %dx: memref<2xf64>) {
+  "gradient.vjp"(%x, %out, %ct, %dx) {callee = @line, num_inputs = 1 : i64,
+      num_outputs = 1 : i64, diff_inputs = [0]}
+      : (memref<2xf64>, memref<f64>, memref<f64>, memref<2xf64>) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func private @line(
+// CHECK: %[[SLOT:.*]] = memref.alloca() : memref<index>
+// CHECK: call @line.pcount(%arg0, %[[SLOT]])
+// CHECK-NOT: memref.alloca
+// CHECK: %[[PARAMS:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<?xf64>
+// CHECK-NOT: memref.load %{{.*}}[] : memref<index>
+// CHECK: memref.load %arg0[
+// CHECK: memref.load %arg0[
+// CHECK-NEXT: %[[P0:.*]] = arith.constant 0 : index
+// CHECK-NEXT: memref.store %{{.*}}, %[[PARAMS]][%[[P0]]] : memref<?xf64>
+// CHECK-NEXT: %[[P1:.*]] = arith.constant 1 : index
+// CHECK-NEXT: memref.store %{{.*}}, %[[PARAMS]][%[[P1]]] : memref<?xf64>
+// CHECK-NEXT: %[[P2:.*]] = arith.constant 2 : index
+// CHECK-NEXT: memref.store %{{.*}}, %[[PARAMS]][%[[P2]]] : memref<?xf64>
+// CHECK-NEXT: %[[P3:.*]] = arith.constant 3 : index
+// CHECK-NEXT: memref.store %{{.*}}, %[[PARAMS]][%[[P3]]] : memref<?xf64>
+// CHECK: call @line.quantum(
+// CHECK-LABEL: func.func private @line.pcount(
+// CHECK-NOT: memref.alloca
+// CHECK: %[[N:.*]] = arith.constant 4 : index
+// CHECK-NEXT: memref.store %[[N]], %arg1[] : memref<index>
+// CHECK-LABEL: func.func private @line.quantum(
+// CHECK-NOT: memref.alloca
+// CHECK: %[[Q3:.*]] = arith.constant 3 : index
+// CHECK-NEXT: memref.load %arg1[%[[Q3]]] : memref<?xf64>
+// CHECK-NEXT: "quantum.gate"(%{{.*}}) {gate = "RY"
 
 // -----
 

@@ -64,6 +64,8 @@
 #include "mlir/Pass/Pass.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <functional>
+
 using namespace mlir;
 using namespace cofactor;
 
@@ -86,24 +88,106 @@ SmallVector<OpOperand *> gateParameters(Operation *op) {
   return params;
 }
 
-/// A function-wide counter in a stack slot, starting at zero.
-Value createCounter(func::FuncOp fn) {
-  OpBuilder b = OpBuilder::atBlockBegin(&fn.getBody().front());
-  Location loc = fn.getLoc();
-  Value counter =
-      b.create<memref::AllocaOp>(loc, MemRefType::get({}, b.getIndexType()));
-  Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
-  b.create<memref::StoreOp>(loc, zero, counter);
-  return counter;
-}
+/// Numbers the gate parameters of one function in program order.
+///
+/// Gates in the function's entry block (straight-line code, by far the common
+/// case) get constant numbers, offset by the number reached after the last
+/// loop or branch that held gates. The running number goes through a stack
+/// slot only around such a region op: before it the number is stored, gates
+/// inside read and bump the slot, after it the number is loaded back.
+///
+/// Why it matters: Enzyme differentiates the preprocessing function, and the
+/// reverse pass needs every gate's parameter number to address the shadow of
+/// `params`. A number loaded from a slot that the next gate overwrites must be
+/// cached, one i64 per gate in the tape Enzyme passes by value from the
+/// augmented forward to the reverse function (4 pointers and 160 i64 for 20
+/// layers of StronglyEntanglingLayers on 8 wires, growing with the circuit,
+/// and 30% more time in opt). Constants need no cache: the tape is then a few
+/// pointers at any depth; a number loaded after a region op costs one field.
+class ParamCounter {
+public:
+  /// `onSlot(builder, slot)` runs once, right after the slot is created (the
+  /// preprocessing adds an `__enzyme_integer` hint there).
+  ParamCounter(func::FuncOp fn,
+               std::function<void(OpBuilder &, Value)> onSlot = nullptr)
+      : fn(fn), onSlot(std::move(onSlot)),
+        straightLine(fn.getBody().hasOneBlock()) {}
 
-/// Reserves `n` consecutive parameter numbers: returns the first one.
-Value nextParameters(OpBuilder &b, Location loc, Value counter, int64_t n) {
-  Value first = b.create<memref::LoadOp>(loc, counter);
-  Value step = b.create<arith::ConstantIndexOp>(loc, n);
-  Value next = b.create<arith::AddIOp>(loc, first, step);
-  b.create<memref::StoreOp>(loc, next, counter);
-  return first;
+  /// Reserves `n` consecutive parameter numbers for `gate`: returns the first.
+  Value next(OpBuilder &b, Operation *gate, int64_t n) {
+    Location loc = gate->getLoc();
+    Block &entry = fn.getBody().front();
+    Operation *top =
+        straightLine ? entry.findAncestorOpInBlock(*gate) : nullptr;
+    if (top == gate) {
+      Value first = current(b, loc);
+      offset += n;
+      return first;
+    }
+    Value counter = getSlot();
+    if (top && top != syncedRegionOp) {
+      // First gate inside this region op: hand the number over to the slot
+      // before it, take it back after it.
+      syncedRegionOp = top;
+      OpBuilder before(top);
+      before.create<memref::StoreOp>(loc, current(before, loc), counter);
+      OpBuilder after(top->getContext());
+      after.setInsertionPointAfter(top);
+      base = after.create<memref::LoadOp>(loc, counter);
+      offset = 0;
+    }
+    Value first = b.create<memref::LoadOp>(loc, counter);
+    Value step = b.create<arith::ConstantIndexOp>(loc, n);
+    Value next = b.create<arith::AddIOp>(loc, first, step);
+    b.create<memref::StoreOp>(loc, next, counter);
+    return first;
+  }
+
+  /// The number of parameters, at a `func.return` after all gates were seen.
+  Value total(OpBuilder &b, Location loc) {
+    if (!straightLine)
+      return b.create<memref::LoadOp>(loc, getSlot());
+    return current(b, loc);
+  }
+
+private:
+  Value current(OpBuilder &b, Location loc) {
+    if (base && offset == 0)
+      return base;
+    Value c = b.create<arith::ConstantIndexOp>(loc, offset);
+    return base ? b.create<arith::AddIOp>(loc, base, c).getResult() : c;
+  }
+  Value getSlot() {
+    if (slot)
+      return slot;
+    OpBuilder b = OpBuilder::atBlockBegin(&fn.getBody().front());
+    Location loc = fn.getLoc();
+    slot =
+        b.create<memref::AllocaOp>(loc, MemRefType::get({}, b.getIndexType()));
+    b.create<memref::StoreOp>(loc, b.create<arith::ConstantIndexOp>(loc, 0),
+                              slot);
+    if (onSlot)
+      onSlot(b, slot);
+    return slot;
+  }
+
+  func::FuncOp fn;
+  std::function<void(OpBuilder &, Value)> onSlot;
+  bool straightLine;
+  Value slot;
+  Value base; // the number loaded after the last region op with gates, if any
+  int64_t offset = 0;
+  Operation *syncedRegionOp = nullptr;
+};
+
+/// `first + k`, folded when `first` is a constant (the usual case).
+Value offsetIndex(OpBuilder &b, Location loc, Value first, int64_t k) {
+  if (k == 0)
+    return first;
+  if (auto c = first.getDefiningOp<arith::ConstantIndexOp>())
+    return b.create<arith::ConstantIndexOp>(loc, c.value() + k);
+  return b.create<arith::AddIOp>(loc, first,
+                                 b.create<arith::ConstantIndexOp>(loc, k));
 }
 
 /// `__enzyme_integer(ptr, 8)`: tells Enzyme's type analysis that the index
@@ -273,9 +357,9 @@ func::FuncOp QNodeSplitter::emitParamCount(func::FuncOp qnode,
   fn->setAttr(attr::kParamCount, UnitAttr::get(ctx));
   unsigned numOutputs = fn.getNumArguments() - numInputs;
   (void)redirectOutputs(fn, numInputs, numOutputs); // checked by the caller
-  Value counter = createCounter(fn);
+  ParamCounter counter(fn);
   stripQuantum(fn, [&](OpBuilder &b, Operation *op, ArrayRef<OpOperand *> ps) {
-    nextParameters(b, op->getLoc(), counter, ps.size());
+    counter.next(b, op, ps.size());
   });
   // Drop the output arguments; write the count into a trailing memref<index>
   // (a returned integer would be of unknown type to Enzyme, see hintInteger).
@@ -286,7 +370,7 @@ func::FuncOp QNodeSplitter::emitParamCount(func::FuncOp qnode,
   fn.insertArgument(numInputs, slotType, DictionaryAttr::get(ctx), fn.getLoc());
   Value slot = fn.getArgument(numInputs);
   beforeEachReturn(fn, [&](OpBuilder &b, func::ReturnOp ret) {
-    Value count = b.create<memref::LoadOp>(ret.getLoc(), counter);
+    Value count = counter.total(b, ret.getLoc());
     b.create<memref::StoreOp>(ret.getLoc(), count, slot);
   });
   return fn;
@@ -303,17 +387,16 @@ func::FuncOp QNodeSplitter::emitQuantum(func::FuncOp qnode,
   Value params = fn.getArgument(numInputs);
   fn->setAttr(attr::kNumInputs,
               IntegerAttr::get(IntegerType::get(ctx, 64), numInputs + 1));
-  Value counter = createCounter(fn);
+  ParamCounter counter(fn);
   fn.walk([&](Operation *op) {
     SmallVector<OpOperand *> ps = gateParameters(op);
     if (ps.empty())
       return;
     OpBuilder b(op);
     Location loc = op->getLoc();
-    Value first = nextParameters(b, loc, counter, ps.size());
+    Value first = counter.next(b, op, ps.size());
     for (size_t k = 0; k < ps.size(); ++k) {
-      Value index = b.create<arith::AddIOp>(
-          loc, first, b.create<arith::ConstantIndexOp>(loc, k));
+      Value index = offsetIndex(b, loc, first, k);
       ps[k]->set(b.create<memref::LoadOp>(loc, params, index));
     }
   });
@@ -389,19 +472,15 @@ void QNodeSplitter::emitPreprocessing(func::FuncOp qnode, unsigned numInputs,
   Value count = b.create<memref::LoadOp>(loc, slot);
   auto paramsType = quantum.getArgumentTypes()[numInputs].cast<MemRefType>();
   Value params = mallocVector(b, loc, paramsType, count);
-  Value counter = createCounter(qnode);
-  {
-    OpBuilder hb(qnode.getContext());
-    hb.setInsertionPointAfter(counter.getDefiningOp());
-    hintInteger(hb, loc, counter);
-  }
+  ParamCounter counter(qnode, [&](OpBuilder &hb, Value counterSlot) {
+    hintInteger(hb, loc, counterSlot);
+  });
   stripQuantum(
       qnode, [&](OpBuilder &gb, Operation *op, ArrayRef<OpOperand *> ps) {
         Location gloc = op->getLoc();
-        Value first = nextParameters(gb, gloc, counter, ps.size());
+        Value first = counter.next(gb, op, ps.size());
         for (size_t k = 0; k < ps.size(); ++k) {
-          Value index = gb.create<arith::AddIOp>(
-              gloc, first, gb.create<arith::ConstantIndexOp>(gloc, k));
+          Value index = offsetIndex(gb, gloc, first, k);
           gb.create<memref::StoreOp>(gloc, ps[k]->get(), params, index);
         }
       });

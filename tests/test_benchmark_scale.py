@@ -1,0 +1,88 @@
+"""The scale section of benchmarks/ (issue 13): the growth exponent, when a family stops
+growing, the table, and the driver's per-stage timings it reads."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from benchmarks import report, scale
+from cofactor import compiler
+
+
+def test_fit_exponent_recovers_a_power_law():
+    points = {n: 0.01 * n**1.5 for n in (5, 10, 20, 40)}
+    assert scale.fit_exponent(points) == pytest.approx(1.5)
+    assert scale.fit_exponent({5: 1.0}) is None
+    # noisy: the least-squares slope, not the last ratio
+    noisy = {1: 1.0, 2: 2.2, 4: 3.9, 8: 8.3}
+    assert 0.9 < scale.fit_exponent(noisy) < 1.1
+
+
+def test_family_stops_growing_after_the_cap_or_a_failure():
+    calls = []
+
+    def run(system, spec):
+        calls.append((system, spec["family"], spec["n"]))
+        if system == "catalyst" and spec["n"] == 10:
+            return {"error": "timed out after 300 s"}
+        return {"compile_s": spec["n"] * 1.0, "value": 1.0}
+
+    cfg = {"scale_cap_s": 15.0, "scale_sizes": {"sel": [5, 10, 20, 40]}}
+    out = scale.run_section(run, ["cofactor", "catalyst"], cfg)
+    cf, cat = out["sel"]["cofactor"], out["sel"]["catalyst"]
+    # 20 exceeds the cap: measured, then 40 skipped
+    assert ("cofactor", "sel", 20) in calls and ("cofactor", "sel", 40) not in calls
+    assert "20 s > cap 15 s" in cf["sizes"]["40"]["error"]
+    assert cf["exponent"] == pytest.approx(1.0)
+    assert "size 10 failed" in cat["sizes"]["20"]["error"]
+    assert cat["exponent"] is None
+
+
+def _result() -> dict:
+    sizes = {
+        "cofactor": {
+            "sizes": {
+                "5": {"compile_s": 0.5, "value": 1.0, "stages_s": {"trace": 0.1, "llc": 0.2}},
+                "10": {"compile_s": 1.0, "value": 2.0},
+            },
+            "exponent": 1.0,
+        },
+        "catalyst": {
+            "sizes": {"5": {"compile_s": 2.0, "value": 1.0}, "10": {"error": "boom"}},
+            "exponent": None,
+        },
+    }
+    return {"cap_s": 60.0, "sel": sizes}
+
+
+def test_table_goals_and_agreement():
+    res = {"scale": _result()}
+    text = scale.table(res["scale"], report.Table, report.stats).render()
+    assert "sel: 5 layers" in text and "0.25x" in text  # 0.5 s vs 2 s
+    assert "growth exponent cofactor 1.00, catalyst n/a" in text
+    assert "trace 0.10, llc 0.20" in text
+    assert "n/a (boom)" in text
+    goals = report.goals(res)
+    by_goal = {g["goal"]: g for g in goals}
+    largest = by_goal["scale sel: 5 layers (largest size both compiled): <= 0.1x Catalyst"]
+    assert largest["ratio"] == pytest.approx(0.25) and largest["met"] is False
+    assert by_goal["scale sel: growth exponent of cofactor's compile time <= 1.2"]["met"]
+    assert report.agreement(res) == []
+    res["scale"]["sel"]["catalyst"]["sizes"]["5"]["value"] = 1.5
+    assert report.agreement(res) == ["scale sel: 5 layers: cofactor 1 vs Catalyst 1.5"]
+
+
+def test_compiled_library_records_stage_seconds(tmp_path, monkeypatch):
+    monkeypatch.setenv("COFACTOR_CACHE_DIR", str(tmp_path))
+    text = """
+func.func @scaled(%x: f64) -> f64 attributes {llvm.emit_c_interface} {
+  %c = arith.constant 3.0 : f64
+  %y = arith.mulf %x, %c : f64
+  return %y : f64
+}
+"""
+    lib = compiler.compile_module(text, name="scaled", cache=False)
+    assert set(lib.stage_s) == {"cofactor-opt", "mlir-translate", "opt", "llc", "link"}
+    assert all(s > 0 and math.isfinite(s) for s in lib.stage_s.values())
