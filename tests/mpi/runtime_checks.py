@@ -1,5 +1,6 @@
 """Run under `mpirun -n P`: the sharded device against the single-process one, on every rank.
 
+Arguments: the number of qubits (6), and "quick" to skip the loop over every gate.
 Each check runs the same operations twice in this process, once on the distributed device
 (cf_rt_set_distributed(1)) and once on the single-process simulator, and compares: amplitudes,
 probabilities, expectation values, variances and Jacobians to 1e-12, samples, counts and
@@ -10,12 +11,21 @@ cofactor.distributed ends every rank with the message. Rank 0 prints "checks pas
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import sys
+import types
 
 import numpy as np
 
-from cofactor import distributed, runtime_lib
-from cofactor.runtime_lib import as_pointer
+# Only the runtime's ctypes binding is needed: load cofactor's modules without running the
+# package's __init__, which imports PennyLane (seconds per rank, and every rank pays it).
+_spec = importlib.util.find_spec("cofactor")
+_package = types.ModuleType("cofactor")
+_package.__path__ = list(_spec.submodule_search_locations)
+sys.modules.setdefault("cofactor", _package)
+
+from cofactor import distributed, runtime_lib  # noqa: E402
+from cofactor.runtime_lib import as_pointer  # noqa: E402
 
 c_int64, c_double, c_int8 = ctypes.c_int64, ctypes.c_double, ctypes.c_int8
 
@@ -147,7 +157,7 @@ def compare(what: str, n: int, ops: list, meas: list, **kw) -> None:
     want_mcm, want = run(False, n, ops, meas, **kw)
     if got_mcm != want_mcm:
         raise AssertionError(f"{what}: mid-circuit outcomes {got_mcm} != {want_mcm}")
-    for spec, g, w in zip(meas, got, want):
+    for spec, g, w in zip(meas, got, want, strict=True):
         g, w = np.asarray(g), np.asarray(w)
         if g.dtype.kind == "i":
             same = np.array_equal(g, w)
@@ -198,11 +208,12 @@ def all_measurements(n: int) -> list:
     ]
 
 
-def main() -> None:
+def main(argv: list[str]) -> None:
     rng = np.random.default_rng(1234)
-    n = 6
+    n = int(argv[0]) if argv else 6
+    quick = "quick" in argv  # many ranks on few cores: skip the per-gate loop
     # every gate of the table, with and without controls, on random (local and global) wires
-    for name in GATES:
+    for name in [] if quick else GATES:
         for controls in (0, 1, 2):
             ops = [("gate", "Hadamard", [], [w], 0, [], []) for w in range(n)]
             ops += [("gate", "RY", [0.1 * (w + 1)], [w], 0, [], []) for w in range(n)]
@@ -246,5 +257,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
     sys.stdout.flush()
