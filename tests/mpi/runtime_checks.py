@@ -79,6 +79,9 @@ def apply(op: tuple) -> None:
             as_pointer(m, c_double), as_pointer(w, c_int64), len(w), adj,
             as_pointer(c, c_int64), as_pointer(v, c_int8), len(c),
         )  # fmt: skip
+    elif kind == "set_state":
+        v = np.ascontiguousarray(op[1], dtype=np.complex128).view(np.float64)
+        lib.cf_rt_set_state(as_pointer(v, c_double))
     elif kind == "measure":
         _, wire, reset, post = op
         return int(lib.cf_rt_measure(wire, reset, post))
@@ -226,6 +229,10 @@ def main(argv: list[str]) -> None:
     ops.append(("rot", 0.7, "XYZ", [0, 3, 5], 0, [1], [1]))
     ops.append(("unitary", random_unitary(rng, 4), [0, 4], 1, [2], [0]))
     compare("measurements", n, ops, all_measurements(n))
+    # a prepared state (StatePrep / BasisState), after the map has moved
+    psi = rng.normal(size=2**n) + 1j * rng.normal(size=2**n)
+    ops = [*circuit(rng, n, 10), ("set_state", psi / np.linalg.norm(psi)), *circuit(rng, n, 10)]
+    compare("set_state", n, ops, [("state",), ("expval", ("named", "PauliX", 0))])
     # shots: the same samples with the same seed
     shot_meas = [
         ("sample", list(range(n))),

@@ -1,0 +1,147 @@
+"""The distributed device (docs/distributed.md): memory per rank, exchanges, time per gate.
+
+    python benchmarks/bench_distributed.py [--qubits 26] [--ranks 1,2,4] [--repeats 5]
+
+For each P in --ranks it launches `mpirun -n P` (oversubscribed, as root if needed) on this
+script with --worker; every rank reports, as one JSON line:
+  - rss_state_mib: the growth of its resident memory (VmHWM, the peak) from before the device
+    existed to after a gate with an exchange ran, i.e. the shard plus the exchange buffers,
+    against the ideal 16 * 2^n / P;
+  - local_ms: time per Hadamard on the last wire (local on every rank: no communication);
+  - exchange_ms: time per Hadamard when every gate needs an exchange (the wires taken round
+    robin, so the least recently used wire is always the next one needed: the worst case);
+  - exchanged_mib: bytes one rank sends per exchange (half its shard; it receives as much).
+Then, for the 1.1x goal, the local gate on the sharded device against the single-process
+device of the same local size (n - log2 P qubits) in the same rank. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from ctypes import c_double, c_int64
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _vm(key: str) -> float:
+    """VmRSS / VmHWM of this process, MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _time_per_gate(lib, gid: int, wires: list[int], repeats: int) -> float:
+    w = np.ascontiguousarray(wires, dtype=np.int64)
+    p = np.zeros(1)
+    pp, wp = p.ctypes.data_as(ctypes.POINTER(c_double)), w.ctypes.data_as(ctypes.POINTER(c_int64))
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        lib.cf_rt_gate_repeat(1, gid, pp, 0, wp, 1)
+        best = min(best, time.perf_counter() - start)
+    return best * 1e3
+
+
+def worker(n: int, repeats: int, out_dir: str) -> None:
+    sys.path.insert(0, str(ROOT / "frontend"))
+    from cofactor.runtime_lib import check_error, gate_ids, load_runtime
+
+    lib = load_runtime()
+    rank, size = c_int64(), c_int64()
+    lib.cf_rt_distributed_info(ctypes.byref(rank), ctypes.byref(size))
+    check_error(lib)
+    P, k = size.value, size.value.bit_length() - 1
+    H = gate_ids(lib)["Hadamard"][0]
+    hwm0 = _vm("VmHWM")
+    lib.cf_rt_set_distributed(1)
+    lib.cf_rt_device_acquire(n, 0, 1)
+    check_error(lib)
+    # touch the whole shard, then one exchange (wire 0 is global when P > 1)
+    _time_per_gate(lib, H, [n - 1], 1)
+    _time_per_gate(lib, H, [0], 1)
+    rss_state = _vm("VmHWM") - hwm0
+    local_ms = _time_per_gate(lib, H, [n - 1], repeats)
+    # round robin over the wires: with P > 1 every gate exchanges
+    times = []
+    for w in range(n) if P > 1 else []:
+        times.append(_time_per_gate(lib, H, [w], 1))
+    exchange_ms = float(np.median(times)) if times else float("nan")
+    lib.cf_rt_device_release()
+    check_error(lib)
+    # the single-process device of the same local size, in this rank (the 1.1x goal)
+    lib.cf_rt_set_distributed(0)
+    lib.cf_rt_device_acquire(n - k, 0, 1)
+    _time_per_gate(lib, H, [n - k - 1], 1)
+    single_ms = _time_per_gate(lib, H, [n - k - 1], repeats)
+    lib.cf_rt_device_release()
+    check_error(lib)
+    report = {
+        "P": P,
+        "rank": rank.value,
+        "n": n,
+        "rss_state_mib": rss_state,
+        "ideal_mib": 16 * 2**n / P / 2**20,
+        "local_ms": local_ms,
+        "single_same_local_ms": single_ms,
+        "exchange_ms": exchange_ms,
+        "exchanged_mib": (8 * 2 ** (n - k) / 2**20) if P > 1 else 0.0,
+    }
+    Path(out_dir, f"rank{rank.value}.json").write_text(json.dumps(report))
+
+
+def launch(P: int, n: int, repeats: int) -> list[dict]:
+    command = ["mpirun", "-n", str(P), "--oversubscribe", "--mca", "mpi_yield_when_idle", "1"]
+    if os.geteuid() == 0:
+        command.append("--allow-run-as-root")
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    with tempfile.TemporaryDirectory() as tmp:  # a file per rank: stdout lines interleave
+        command += [sys.executable, __file__, "--worker", "--qubits", str(n)]
+        command += ["--repeats", str(repeats), "--out-dir", tmp]
+        out = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800)
+        if out.returncode != 0:
+            raise SystemExit(f"mpirun -n {P} failed:\n{out.stdout}\n{out.stderr}")
+        return [json.loads(Path(tmp, f"rank{r}.json").read_text()) for r in range(P)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--qubits", type=int, default=26)
+    parser.add_argument("--ranks", default="1,2,4")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--worker", action="store_true")
+    parser.add_argument("--out-dir", default=".")
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.qubits, args.repeats, args.out_dir)
+        return
+    print(f"n = {args.qubits}; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '1')}")
+    header = (
+        f"{'P':>2} {'rank':>4} {'state MiB':>10} {'ideal':>8} {'ratio':>6} {'local ms':>9} "
+        f"{'single ms':>9} {'loc/sgl':>7} {'exch ms':>8} {'sent MiB':>9}"
+    )
+    print(header)
+    for P in (int(p) for p in args.ranks.split(",")):
+        for r in launch(P, args.qubits, args.repeats):
+            print(
+                f"{r['P']:>2} {r['rank']:>4} {r['rss_state_mib']:>10.1f} {r['ideal_mib']:>8.1f} "
+                f"{r['rss_state_mib'] / r['ideal_mib']:>6.3f} {r['local_ms']:>9.2f} "
+                f"{r['single_same_local_ms']:>9.2f} "
+                f"{r['local_ms'] / r['single_same_local_ms']:>7.3f} {r['exchange_ms']:>8.2f} "
+                f"{r['exchanged_mib']:>9.1f}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
