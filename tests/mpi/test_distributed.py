@@ -106,6 +106,7 @@ def test_a_failing_rank_ends_every_rank_with_its_message(tmp_path):
         env={"COFACTOR_MPI": "1", "SPMD_OUT": str(tmp_path)}, timeout=240,
     )  # fmt: skip
     assert result.returncode != 0
+    # printed by the abort hook (OpenMPI's own MPI_ABORT banner is not always printed)
+    assert "[cofactor rank 1] Traceback" in result.stderr
     assert "rank 1 fails on purpose" in result.stderr
-    assert "MPI_ABORT" in result.stderr
     assert not (tmp_path / "rank0.npz").exists()  # rank 0 never finished its second call
