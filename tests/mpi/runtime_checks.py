@@ -211,6 +211,22 @@ def all_measurements(n: int) -> list:
     ]
 
 
+def check_errors(n: int) -> None:
+    """Errors of the sharded device reach the error slot (thrown in the MPI library, caught
+    by the runtime's C ABI) with their code and message, on every rank alike."""
+    global checks
+    assert lib.cf_rt_set_distributed(1) == 0
+    lib.cf_rt_device_acquire(n, 0, 3)
+    apply(("gate", "PauliX", [], [0], 0, [], []))
+    apply(("measure", 0, 0, 0))  # postselecting an impossible outcome
+    code, message = lib.cf_rt_error_code(), runtime_lib.error_message(lib)
+    lib.cf_rt_clear_error()
+    lib.cf_rt_device_release()
+    if code != runtime_lib.CF_ERR_POSTSELECTION or "probability 0" not in message:
+        raise AssertionError(f"postselection error: code {code}, message {message!r}")
+    checks += 1
+
+
 def main(argv: list[str]) -> None:
     rng = np.random.default_rng(1234)
     n = int(argv[0]) if argv else 6
@@ -259,6 +275,7 @@ def main(argv: list[str]) -> None:
         ("ham", [0.7, -0.2], [("named", "PauliX", 1), ("named", "PauliZ", n - 1)]),
     ]
     compare("adjoint", n, ops, [("jac", obs)], tape=True)
+    check_errors(n)
     if rank == 0:
         print(f"checks passed: {checks} on {size} ranks", flush=True)
 
