@@ -59,9 +59,14 @@ def mpirun(ranks: int, *args: str, env: dict[str, str] | None = None, timeout: f
     )  # fmt: skip
 
 
-@pytest.mark.parametrize(("ranks", "args"), [(1, []), (2, []), (4, []), (8, ["7", "quick"])])
-def test_sharded_device_matches_single_process(ranks, args):
-    result = mpirun(ranks, str(HERE / "runtime_checks.py"), *args)
+@pytest.mark.parametrize(
+    ("ranks", "args", "chunk"),
+    [(1, [], None), (2, [], None), (4, [], "3"), (8, ["7", "quick"], None)],
+)
+def test_sharded_device_matches_single_process(ranks, args, chunk):
+    # chunk: exchanges in messages of 3 amplitudes, so that runs straddle chunk boundaries
+    env = {"COFACTOR_MPI_CHUNK": chunk} if chunk else {}
+    result = mpirun(ranks, str(HERE / "runtime_checks.py"), *args, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"on {ranks} ranks" in result.stdout
 

@@ -62,6 +62,12 @@ bool finiteDistribution(const std::vector<double> &probs) {
 // Amplitudes per exchange message: the two chunk buffers stay at 1/8 of the shard (and at
 // most 2 x 16 MiB), the bound the per-rank memory goal needs.
 uint64_t chunkAmps(uint64_t half) {
+    // COFACTOR_MPI_CHUNK (amplitudes) caps it further: tests use tiny chunks on tiny states
+    static const uint64_t override = [] {
+        const char *env = std::getenv("COFACTOR_MPI_CHUNK");
+        return env ? uint64_t(std::max(1LL, std::atoll(env))) : uint64_t(0);
+    }();
+    if (override) return std::max<uint64_t>(1, std::min(half, override));
     const uint64_t cap = uint64_t(1) << 20;
     return std::max<uint64_t>(1, std::min({half, cap, std::max<uint64_t>(half / 8, 4096)}));
 }
@@ -88,13 +94,29 @@ void DistributedDevice::swapGlobalLocal(int g, int l) {
     recvBuf_.resize(chunk);
     std::vector<cplx *> buffers{sv()};
     buffers.insert(buffers.end(), followers_.begin(), followers_.end());
+    // the half is made of runs of 2^lb contiguous amplitudes: copied run by run
+    auto forRuns = [&](uint64_t start, uint64_t count, auto &&body) {
+        for (uint64_t t = 0; t < count;) {
+            const uint64_t j = start + t, len = std::min(low + 1 - (j & low), count - t);
+            body(index(j), t, len);
+            t += len;
+        }
+    };
     for (cplx *buf : buffers) {
         for (uint64_t start = 0; start < half; start += chunk) {
             const uint64_t count = std::min(chunk, half - start);
-            for (uint64_t t = 0; t < count; ++t) sendBuf_[t] = buf[index(start + t)];
-            MPI_Sendrecv(sendBuf_.data(), int(count), MPI_C_DOUBLE_COMPLEX, partner, 17, recvBuf_.data(),
-                         int(count), MPI_C_DOUBLE_COMPLEX, partner, 17, comm_, MPI_STATUS_IGNORE);
-            for (uint64_t t = 0; t < count; ++t) buf[index(start + t)] = recvBuf_[t];
+            // a chunk inside one run is sent from the shard itself, without packing
+            const bool contiguous = (start & low) + count <= low + 1;
+            const cplx *send = contiguous ? buf + index(start) : sendBuf_.data();
+            if (!contiguous)
+                forRuns(start, count, [&](uint64_t i, uint64_t t, uint64_t len) {
+                    std::memcpy(sendBuf_.data() + t, buf + i, len * sizeof(cplx));
+                });
+            MPI_Sendrecv(send, int(count), MPI_C_DOUBLE_COMPLEX, partner, 17, recvBuf_.data(), int(count),
+                         MPI_C_DOUBLE_COMPLEX, partner, 17, comm_, MPI_STATUS_IGNORE);
+            forRuns(start, count, [&](uint64_t i, uint64_t t, uint64_t len) {
+                std::memcpy(buf + i, recvBuf_.data() + t, len * sizeof(cplx));
+            });
             bytesSent_ += double(count) * sizeof(cplx);
         }
     }
@@ -454,7 +476,7 @@ double DistributedDevice::var(const Observable &obs) {
 // ---- adjoint Jacobian -----------------------------------------------------------------------
 void DistributedDevice::adjointJacobian(const std::vector<Operation> &tape, int64_t numParams,
                                         const std::vector<const Observable *> &obs, double *jac) {
-    // StateVectorDevice::adjointJacobian's three-pass form on the shards: phi and the lambdas
+    // StateVectorDevice::adjointJacobian on the shards: phi and the lambdas
     // follow the qubit map of the state (every exchange moves all of them), and each
     // parametrised operation's inner products are summed over the ranks.
     for (const auto &op : tape)
@@ -496,6 +518,35 @@ void DistributedDevice::adjointJacobian(const std::vector<Operation> &tape, int6
         const Operation &op = *it;
         const bool undoLambda = it + 1 != tape.rend();
         const bool active = localize(op, lop);
+        if (op.firstParam >= 0 && active && op.kind == Operation::Kind::Gate && op.params.size() <= 3) {
+            // the single-process device's fused step (AdjointJacobian.cpp), on the shards
+            const Canonical c = canonicalGate(lop.gateId);
+            const GateMatrix uInv =
+                baseGateMatrix(c.base, lop.params.data(), int(lop.wires.size()) - c.builtinCtrls, !lop.adjoint);
+            GateMatrix dU[3];
+            const int numDerivs = int(lop.params.size());
+            for (int j = 0; j < numDerivs; ++j) dU[j] = gateDerivative(lop, j);
+            const Controls ctrls = operationControls(lop);
+            cplx element[3];
+            bool fused = true;
+            elements.assign(numObs * size_t(numDerivs), 0.0);
+            for (size_t b = 0; b < numObs && fused; ++b) {
+                fused = adjointStep(phi.data(), lambda[b].data(), L_, uInv, dU, numDerivs, operationTargets(lop),
+                                    ctrls, b == 0, undoLambda, element);
+                for (int j = 0; fused && j < numDerivs; ++j) elements[b * size_t(numDerivs) + size_t(j)] =
+                    2.0 * element[j].real();
+            }
+            // one allSum of this size on every rank, whichever path it takes (a rank where a
+            // global control does not hold, or a shape without a fused kernel, goes below)
+            if (fused) {
+                allSum(elements.data(), elements.size());
+                for (size_t b = 0; b < numObs; ++b)
+                    for (int j = 0; j < numDerivs; ++j)
+                        jac[b * size_t(numParams) + size_t(op.firstParam) + size_t(j)] =
+                            elements[b * size_t(numDerivs) + size_t(j)];
+                continue;
+            }
+        }
         if (active) applyOperation(phi.data(), L_, lop, /*inverse=*/true);
         if (op.firstParam >= 0) {
             const size_t np = op.params.size();
