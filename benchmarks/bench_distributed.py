@@ -53,6 +53,70 @@ def _time_per_gate(lib, gid: int, wires: list[int], repeats: int) -> float:
     return best * 1e3
 
 
+def _ptr(array: np.ndarray, ctype: type) -> object:
+    return array.ctypes.data_as(ctypes.POINTER(ctype))
+
+
+def _bytes_per_operation(lib, P: int, n: int = 14) -> dict[str, float]:
+    """Bytes one rank sends for each operation on a fresh device (identity map: wire 0 is
+    global, wire n-1 local), in units of its shard S = 16 * 2^(n-k): measured with the MPI
+    library's counter (cf_mpi_bytes_sent)."""
+    from cofactor.runtime_lib import OBS_KINDS, check_error, gate_ids, library_path
+
+    mpi = ctypes.CDLL(str(library_path().parent / "libcofactor_runtime_mpi.so"))
+    mpi.cf_mpi_bytes_sent.restype = ctypes.c_uint64
+    ids = gate_ids(lib)
+    shard = 16 * 2 ** (n - (P.bit_length() - 1))
+    last = n - 1
+
+    def gate(name: str, wires: list[int], ctrl: list[int] | None = None) -> None:
+        w = np.ascontiguousarray(wires, dtype=np.int64)
+        c = np.ascontiguousarray(ctrl or [], dtype=np.int64)
+        v = np.ones(len(c), dtype=np.int8)
+        p = np.full(max(1, ids[name][1]), 0.3)
+        i8 = ctypes.c_int8
+        lib.cf_rt_gate(
+            ids[name][0], _ptr(p, c_double), ids[name][1], _ptr(w, c_int64), len(w), 0,
+            _ptr(c, c_int64), _ptr(v, i8), len(c),
+        )  # fmt: skip
+
+    def expval_z0() -> None:
+        lib.cf_rt_expval(lib.cf_rt_obs_named(OBS_KINDS["PauliZ"], 0))
+
+    def probs_0() -> None:
+        out, w = np.zeros(2), np.zeros(1, dtype=np.int64)
+        lib.cf_rt_probs(
+            out.ctypes.data_as(ctypes.POINTER(c_double)),
+            w.ctypes.data_as(ctypes.POINTER(c_int64)),
+            1,
+        )
+
+    cases = {
+        "Hadamard(local)": lambda: gate("Hadamard", [last]),
+        "Hadamard(global)": lambda: gate("Hadamard", [0]),
+        "Hadamard(global) twice": lambda: (gate("Hadamard", [0]), gate("Hadamard", [0])),
+        "RZ(global)": lambda: gate("RZ", [0]),
+        "CNOT(ctrl global, target local)": lambda: gate("CNOT", [0, last]),
+        "CNOT(ctrl local, target global)": lambda: gate("CNOT", [last, 0]),
+        "RX(local) ctrl=global": lambda: gate("RX", [last], [0]),
+        "CZ(global, local)": lambda: gate("CZ", [0, last]),
+        "expval(Z global)": expval_z0,
+        "probs(global wire)": probs_0,
+    }
+    if P >= 4:
+        cases["SWAP(global, global)"] = lambda: gate("SWAP", [0, 1])
+    out = {}
+    for name, case in cases.items():
+        lib.cf_rt_set_distributed(1)
+        lib.cf_rt_device_acquire(n, 0, 1)
+        before = mpi.cf_mpi_bytes_sent()
+        case()
+        check_error(lib)
+        out[name] = (mpi.cf_mpi_bytes_sent() - before) / shard
+        lib.cf_rt_device_release()
+    return out
+
+
 def worker(n: int, repeats: int, out_dir: str) -> None:
     sys.path.insert(0, str(ROOT / "frontend"))
     from cofactor.runtime_lib import check_error, gate_ids, load_runtime
@@ -86,7 +150,9 @@ def worker(n: int, repeats: int, out_dir: str) -> None:
     single_ms = _time_per_gate(lib, H, [n - k - 1], repeats)
     lib.cf_rt_device_release()
     check_error(lib)
+    bytes_per_op = _bytes_per_operation(lib, P) if P > 1 else {}
     report = {
+        "bytes_per_op": bytes_per_op,
         "P": P,
         "rank": rank.value,
         "n": n,
@@ -141,6 +207,9 @@ def main() -> None:
                 f"{r['exchanged_mib']:>9.1f}",
                 flush=True,
             )
+            if r["rank"] == 0 and r["bytes_per_op"]:
+                ops = ", ".join(f"{k}: {v:g} S" for k, v in r["bytes_per_op"].items())
+                print(f"   sent per operation (S = this rank's shard): {ops}", flush=True)
 
 
 if __name__ == "__main__":

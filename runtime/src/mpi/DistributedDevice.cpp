@@ -13,6 +13,8 @@
 
 namespace cf {
 
+std::atomic<uint64_t> exchangedBytes{0};
+
 namespace {
 const double kNoParams[1] = {0};
 
@@ -117,7 +119,7 @@ void DistributedDevice::swapGlobalLocal(int g, int l) {
             forRuns(start, count, [&](uint64_t i, uint64_t t, uint64_t len) {
                 std::memcpy(buf + i, recvBuf_.data() + t, len * sizeof(cplx));
             });
-            bytesSent_ += double(count) * sizeof(cplx);
+            exchangedBytes += count * sizeof(cplx);
         }
     }
     std::swap(logi_[size_t(g)], logi_[size_t(l)]);
@@ -171,28 +173,35 @@ void DistributedDevice::restoreIdentity() {
 }
 
 bool DistributedDevice::localize(const Operation &op, Operation &out) {
-    makeLocal(op.wires.data(), op.wires.size());
+    // A table gate with built-in controls (CNOT, CRX, Toffoli...) becomes its base gate with
+    // explicit controls, as applyOperation applies it anyway: then only its targets need to
+    // be local, and a control on a global position costs no exchange.
+    const Canonical c = op.kind == Operation::Kind::Gate ? canonicalGate(op.gateId) : Canonical{op.gateId, 0};
+    const size_t builtin = size_t(c.builtinCtrls);
+    makeLocal(op.wires.data() + builtin, op.wires.size() - builtin);
     out.kind = op.kind;
-    out.gateId = op.gateId;
+    out.gateId = c.base;
     out.params = op.params;
     out.adjoint = op.adjoint;
     out.word = op.word;
     out.matrix = op.matrix;
     out.firstParam = op.firstParam;
-    out.wires.resize(op.wires.size());
-    for (size_t i = 0; i < op.wires.size(); ++i) out.wires[i] = phys_[size_t(op.wires[i])] - k_;
+    out.wires.resize(op.wires.size() - builtin);
+    for (size_t i = builtin; i < op.wires.size(); ++i) out.wires[i - builtin] = phys_[size_t(op.wires[i])] - k_;
     out.ctrlWires.clear();
     out.ctrlValues.clear();
     bool active = true;
-    for (size_t i = 0; i < op.ctrlWires.size(); ++i) {
-        const int p = phys_[size_t(op.ctrlWires[i])];
+    auto control = [&](int64_t wire, int8_t value) {
+        const int p = phys_[size_t(wire)];
         if (p < k_) {
-            active &= rankBit(p) == op.ctrlValues[i];
+            active &= rankBit(p) == value;
         } else {
             out.ctrlWires.push_back(p - k_);
-            out.ctrlValues.push_back(op.ctrlValues[i]);
+            out.ctrlValues.push_back(value);
         }
-    }
+    };
+    for (size_t i = 0; i < builtin; ++i) control(op.wires[i], 1);
+    for (size_t i = 0; i < op.ctrlWires.size(); ++i) control(op.ctrlWires[i], op.ctrlValues[i]);
     return active;
 }
 
@@ -634,4 +643,8 @@ extern "C" __attribute__((visibility("default"))) void cf_mpi_abort(const char *
     std::fprintf(stderr, "[cofactor rank %d] %s\n", rank, message);
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+extern "C" __attribute__((visibility("default"))) uint64_t cf_mpi_bytes_sent() {
+    return cf::exchangedBytes.load();
 }

@@ -21,6 +21,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <vector>
 
 #include "../StateVectorDevice.hpp"
@@ -49,9 +50,6 @@ class DistributedDevice final : public QuantumDevice {
 
     void adjointJacobian(const std::vector<Operation> &tape, int64_t numParams,
                          const std::vector<const Observable *> &obs, double *jac) override;
-
-    // bytes this rank has sent in qubit exchanges since it was created (benchmarks)
-    double bytesSent() const { return bytesSent_; }
 
   private:
     int rankBit(int pos) const { return (rank_ >> (k_ - 1 - pos)) & 1; }
@@ -87,7 +85,10 @@ class DistributedDevice final : public QuantumDevice {
     std::vector<cplx *> followers_; // further shards that move with the map (adjoint)
     std::vector<cplx> sendBuf_, recvBuf_;
     Operation scratch_;
-    double bytesSent_ = 0;
 };
+
+// Bytes this process has sent in qubit exchanges, all devices together (cf_mpi_bytes_sent,
+// for benchmarks).
+extern std::atomic<uint64_t> exchangedBytes;
 
 } // namespace cf
