@@ -3,16 +3,18 @@
     python benchmarks/bench_distributed.py [--qubits 26] [--ranks 1,2,4] [--repeats 5]
 
 For each P in --ranks it launches `mpirun -n P` (oversubscribed, as root if needed) on this
-script with --worker; every rank reports, as one JSON line:
+script with --worker; every rank writes a JSON file with
   - rss_state_mib: the growth of its resident memory (VmHWM, the peak) from before the device
     existed to after a gate with an exchange ran, i.e. the shard plus the exchange buffers,
     against the ideal 16 * 2^n / P;
-  - local_ms: time per Hadamard on the last wire (local on every rank: no communication);
+  - local_ms / single_ms: time per Hadamard on the last wire (local on every rank: no
+    communication) on the sharded device of min(n, 22) qubits, and on the single-process
+    device of the same local size in the same rank, alternated, best of --repeats rounds;
   - exchange_ms: time per Hadamard when every gate needs an exchange (the wires taken round
     robin, so the least recently used wire is always the next one needed: the worst case);
   - exchanged_mib: bytes one rank sends per exchange (half its shard; it receives as much).
-Then, for the 1.1x goal, the local gate on the sharded device against the single-process
-device of the same local size (n - log2 P qubits) in the same rank. Not a test.
+and the bytes one rank sends for each kind of operation (measured by the MPI library's
+counter, in units of its shard). Not a test.
 """
 
 from __future__ import annotations
@@ -135,7 +137,6 @@ def worker(n: int, repeats: int, out_dir: str) -> None:
     _time_per_gate(lib, H, [n - 1], 1)
     _time_per_gate(lib, H, [0], 1)
     rss_state = _vm("VmHWM") - hwm0
-    local_ms = _time_per_gate(lib, H, [n - 1], repeats)
     # round robin over the wires: with P > 1 every gate exchanges
     times = []
     for w in range(n) if P > 1 else []:
@@ -143,19 +144,29 @@ def worker(n: int, repeats: int, out_dir: str) -> None:
     exchange_ms = float(np.median(times)) if times else float("nan")
     lib.cf_rt_device_release()
     check_error(lib)
-    # the single-process device of the same local size, in this rank (the 1.1x goal)
-    lib.cf_rt_set_distributed(0)
-    lib.cf_rt_device_acquire(n - k, 0, 1)
-    _time_per_gate(lib, H, [n - k - 1], 1)
-    single_ms = _time_per_gate(lib, H, [n - k - 1], repeats)
-    lib.cf_rt_device_release()
-    check_error(lib)
+    # The 1.1x goal: a local gate on the sharded device against the single-process device of
+    # the same local size, in this rank, at m <= 22 qubits, alternating the two devices
+    # round by round and keeping each one's best (a loaded machine only ever adds time).
+    m = min(n, 22)
+    best = {1: float("inf"), 0: float("inf")}
+    for _ in range(repeats):
+        for distributed in (1, 0):
+            qubits = m if distributed else m - k
+            lib.cf_rt_set_distributed(distributed)
+            lib.cf_rt_device_acquire(qubits, 0, 1)
+            _time_per_gate(lib, H, [qubits - 1], 1)
+            t = _time_per_gate(lib, H, [qubits - 1], 10)
+            best[distributed] = min(best[distributed], t)
+            lib.cf_rt_device_release()
+            check_error(lib)
+    local_ms, single_ms = best[1], best[0]
     bytes_per_op = _bytes_per_operation(lib, P) if P > 1 else {}
     report = {
         "bytes_per_op": bytes_per_op,
         "P": P,
         "rank": rank.value,
         "n": n,
+        "ratio_qubits": m,
         "rss_state_mib": rss_state,
         "ideal_mib": 16 * 2**n / P / 2**20,
         "local_ms": local_ms,
@@ -191,7 +202,8 @@ def main() -> None:
     if args.worker:
         worker(args.qubits, args.repeats, args.out_dir)
         return
-    print(f"n = {args.qubits}; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '1')}")
+    threads = os.environ.get("OMP_NUM_THREADS", "1")
+    print(f"n = {args.qubits} (local/single ms at min(n, 22) qubits); OMP_NUM_THREADS={threads}")
     header = (
         f"{'P':>2} {'rank':>4} {'state MiB':>10} {'ideal':>8} {'ratio':>6} {'local ms':>9} "
         f"{'single ms':>9} {'loc/sgl':>7} {'exch ms':>8} {'sent MiB':>9}"
