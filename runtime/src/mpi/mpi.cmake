@@ -11,7 +11,8 @@ if(COFACTOR_WITH_MPI AND MPI_CXX_FOUND)
   get_target_property(_cf_sources cofactor_runtime SOURCES)
   # everything but the C ABI layer (capi, the loader, interrupts, gradient support)
   list(FILTER _cf_sources EXCLUDE REGEX "(capi|DistributedLoader|Interrupt|GradientSupport)\\.cpp$")
-  add_library(cofactor_runtime_mpi SHARED src/mpi/DistributedDevice.cpp ${_cf_sources})
+  add_library(cofactor_runtime_mpi SHARED
+    src/mpi/DistributedDevice.cpp src/mpi/DistributedAdjoint.cpp ${_cf_sources})
   target_include_directories(cofactor_runtime_mpi
     PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/include ${CMAKE_CURRENT_SOURCE_DIR}/src)
   get_target_property(_cf_options cofactor_runtime COMPILE_OPTIONS)
