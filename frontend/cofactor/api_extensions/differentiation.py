@@ -45,7 +45,9 @@ from cofactor.ir.builder import INDEX, memref_type
 from cofactor.ir.mlir15 import generic_op
 from cofactor.launcher import BufferSpec
 from cofactor.tracing import context, pytree
+from cofactor.tracing.array_loops import ELEMENTWISE_MAX
 from cofactor.tracing.numpy_rules import as_tracer, cast_tracer, store_tracer
+from cofactor.tracing.scalars import _loop_nest
 from cofactor.tracing.tracer import FLOAT, Scalar, Tracer
 
 #: the default finite-difference step (Catalyst's, FiniteDifference.cpp: 1e-7)
@@ -269,6 +271,14 @@ def _loaded(t: Tracer) -> Tracer:
 def _fill(ref: SSAValue, spec: BufferSpec, value: float) -> None:
     b = context.current().builder
     c = b.const(value, f64)
+    if int(np.prod(spec.shape)) > ELEMENTWISE_MAX:  # a loop: IR independent of the size
+
+        def body(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+            b.store(c, ref, ivs)
+            return []
+
+        _loop_nest(spec.shape, [], body)
+        return
     for pos in np.ndindex(*spec.shape):
         b.store(c, ref, [b.index(p) for p in pos])
 
@@ -421,6 +431,11 @@ class _Request:
         return cts
 
     def _unrolled_blocks(self, rows: int) -> tuple[list[Tracer], list[Tracer]]:
+        if rows == 1:
+            # one vjp (a scalar function's gradient): the gradients stay in their buffers
+            # (reshaped by a loop copy when large), as no later vjp reuses them
+            o, g = self.enzyme_vjp(self._one_hot(0))
+            return [_loaded(t) for t in o], [np.reshape(t, (1, *t.shape)) for t in g]
         per_row: list[list[Tracer]] = []
         outs: list[Tracer] = []
         for r in range(rows):
