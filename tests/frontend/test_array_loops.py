@@ -186,7 +186,8 @@ def test_gradients_through_the_looped_operations():
         h = np.maximum(a @ b, 0.1 * (a @ b))  # leaky relu
         z = (h.T[:, 1:] * np.arange(1.0, 5.0)[:, None]).reshape(-1)
         m = np.mean(np.exp(-a) / (1 + a**2), axis=0)
-        return np.sum(np.sin(z)) + np.sum(m * b[:, 0]) + np.max(np.sum(a, axis=1))
+        extra = np.max(np.tanh(a)) + np.sum(np.concatenate([a, b.T]) ** 2)  # max: a typed phi
+        return np.sum(np.sin(z)) + np.sum(m * b[:, 0]) + np.max(np.sum(a, axis=1)) + extra
 
     ga, gb = cofactor.qjit(cofactor.grad(f, argnums=(0, 1)))(a, b)
     eps = 1e-6
@@ -233,3 +234,30 @@ def test_repeated_calls_do_not_grow_memory():
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # each call allocates 3 temporaries of 32 KiB; a leak would add over 900 MB
     assert after - before < 20_000, (before, after)  # KiB
+
+
+def test_assignment_joins_and_traced_rows():
+    a = RNG.normal(size=(5, 6))
+    b = RNG.normal(size=(4, 6))
+    v = RNG.normal(size=20)
+
+    def f(a, b, v, i):
+        c = a.copy()
+        c[1:3] = 0.0
+        c[:, 2] = b[0, :5]
+        c[4] = 7.0
+        w = v.copy()
+        w[3] = -1.0
+        w[i] = 5.0
+        w[::2] = w[1::2] * 2
+        d = a.copy()
+        d[i] = b[1]
+        d[i, 2] = 9.0
+        return (
+            c, w, d, a[i], np.concatenate([a, b]), np.stack([a, a * 2]),
+            np.stack([a, a], axis=-1), np.concatenate([a.T, b.T], axis=1), np.vstack([a, b]),
+            np.hstack([v, v]), np.concatenate([v, [1.0, 2.0]]),
+        )  # fmt: skip
+
+    _check(f, a, b, v, 3)
+    _check(f, a, b, v, -2)

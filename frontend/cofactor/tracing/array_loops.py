@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from xdsl.dialects import arith
 from xdsl.ir import SSAValue
 
 from cofactor.ir.builder import memref_type
@@ -109,6 +110,18 @@ def store(s: Scalar, ref: SSAValue, ids: Sequence[SSAValue]) -> None:
         b.store(s.value[1], ref, [*ids, b.index(1)])
     else:
         b.store(s.value, ref, list(ids))
+
+
+def select_scalar(c: Any, x: Any, y: Any, dtype: np.dtype) -> Scalar:
+    """`x if c else y` for scalar operands, as `dtype`."""
+    x, y, c = as_scalar(x, dtype), as_scalar(y, dtype), as_scalar(c, BOOL)
+    b = _b()
+    if dtype == COMPLEX:
+        return Scalar(
+            (b.select(c.value, x.value[0], y.value[0]), b.select(c.value, x.value[1], y.value[1])),
+            dtype,
+        )
+    return Scalar(b.select(c.value, x.value, y.value), dtype)
 
 
 def new_buffer(shape: tuple[int, ...], dtype: np.dtype) -> SSAValue:
@@ -271,8 +284,6 @@ _IDENTITIES: dict[np.ufunc, Any] = {
     np.multiply: 1,
     np.maximum: None,
     np.minimum: None,
-    np.fmax: None,
-    np.fmin: None,
     np.logical_and: True,
     np.logical_or: False,
 }
@@ -297,6 +308,8 @@ def reduction(
     from cofactor.tracing.scalars import scalar_ufunc
 
     if ufunc not in _IDENTITIES or not in_memory(t) or t.size == 0:
+        return None
+    if _IDENTITIES[ufunc] is None and dtype == COMPLEX:
         return None
     nd = t.ndim
     if axis is None:
@@ -326,7 +339,12 @@ def reduction(
         def value(red_ivs: list[SSAValue]) -> Scalar:
             return cast_scalar(load(t.memref, t.dtype, full(red_ivs)), dtype)
 
-        init = value([zero] * len(axes)) if identity is None else const_scalar(identity, dtype)
+        if identity is None and dtype == FLOAT:
+            return _extreme_position(ufunc is np.maximum, red_shape, value)
+        if identity is None:
+            init = value([zero] * len(axes))
+        else:
+            init = const_scalar(identity, dtype)
         return _accumulate(
             red_shape, init, lambda ivs, acc: scalar_ufunc(ufunc, acc, value(ivs)), dtype
         )
@@ -338,6 +356,28 @@ def reduction(
         kd = tuple(1 if d in axes else n for d, n in enumerate(t.shape))
         return reshape(result, kd) if out_shape else np.reshape(result, kd)
     return result
+
+
+def _extreme_position(
+    largest: bool, shape: tuple[int, ...], value: Callable[[list[SSAValue]], Scalar]
+) -> Scalar:
+    """max/min of floats: the loops carry the position of the extreme element (the first
+    one; a NaN wins, as numpy's) and the result is loaded from it. A carried float chosen by
+    selects would leave Enzyme unable to type the loop's phi ("Cannot deduce type")."""
+    b = _b()
+    init = [b.index(0)] * len(shape)
+
+    def body(ivs: list[Any], accs: list[Any]) -> list[Any]:
+        x, best = value(ivs).value, value(list(accs)).value
+        better = b.binary(
+            arith.OrIOp,
+            b.cmpf("ogt" if largest else "olt", x, best),
+            b.binary(arith.AndIOp, b.cmpf("uno", x, x), b.cmpf("ord", best, best)),
+        )
+        return [b.select(better, iv, acc) for iv, acc in zip(ivs, accs, strict=True)]
+
+    op = _loop_nest(shape, init, body)
+    return value(list(op.results))
 
 
 def contract(

@@ -19,19 +19,18 @@ from cofactor.tracing.array_loops import (
     loopable,
     operand,
     reduction,
+    select_scalar,
 )
 from cofactor.tracing.element_rules import UFUNC_RULES
 from cofactor.tracing.scalars import (
-    _b,
     _loop_dtypes,
-    as_scalar,
     as_tracer,
     cast_scalar,
     scalar_imag,
     scalar_real,
     scalar_ufunc,
 )
-from cofactor.tracing.tracer import BOOL, COMPLEX, FLOAT, INT, Scalar, Tracer, normalize_dtype
+from cofactor.tracing.tracer import BOOL, COMPLEX, FLOAT, INT, Tracer, normalize_dtype
 
 
 def _operands(xs: tuple | list) -> list[Operand] | None:
@@ -72,17 +71,6 @@ def real_part(t: Tracer, imag: bool = False) -> Tracer | None:
     return elementwise(scalar_imag if imag else scalar_real, [operand(t)], FLOAT)  # type: ignore[list-item]
 
 
-def _select(c: Scalar, x: Any, y: Any, dtype: np.dtype) -> Scalar:
-    x, y, c = as_scalar(x, dtype), as_scalar(y, dtype), as_scalar(c, BOOL)
-    b = _b()
-    if dtype == COMPLEX:
-        return Scalar(
-            (b.select(c.value, x.value[0], y.value[0]), b.select(c.value, x.value[1], y.value[1])),
-            dtype,
-        )
-    return Scalar(b.select(c.value, x.value, y.value), dtype)
-
-
 def where(cond: Any, x: Any, y: Any) -> Tracer | None:
     """`np.where(cond, x, y)` with broadcasting."""
     if not loopable(cond, x, y):
@@ -91,7 +79,7 @@ def where(cond: Any, x: Any, y: Any) -> Tracer | None:
     if ops is None or not _broadcastable(ops):
         return None
     dtype = normalize_dtype(np.result_type(ops[1].dtype, ops[2].dtype))
-    return elementwise(lambda c, p, q: _select(c, p, q, dtype), ops, dtype)
+    return elementwise(lambda c, p, q: select_scalar(c, p, q, dtype), ops, dtype)
 
 
 # ----------------------------------------------------------------------------------------

@@ -1,4 +1,9 @@
-"""Rearranging arrays in memory: transpose, reshape and static slicing as loop copies.
+"""Rearranging arrays in memory: transpose, reshape, slicing, concatenate and stack as
+loop copies.
+
+Assignment (`x[1:3] = v`) stays per element (indexing.setitem): done by loops (a copy, then
+the region overwritten, or one pass selecting new or old elements), the gradients of some
+programs made LLVM 15's dead-store elimination crash on Enzyme's output.
 
 Each is one loop nest (`array_loops.gather`) that reads the source at positions computed
 from the destination's indices, so the IR does not grow with the array. The functions
@@ -14,9 +19,15 @@ import numpy as np
 from xdsl.dialects import arith
 from xdsl.ir import SSAValue
 
-from cofactor.tracing.array_loops import gather, loopable
-from cofactor.tracing.scalars import _b
-from cofactor.tracing.tracer import Tracer
+from cofactor.tracing.array_loops import (
+    gather,
+    loopable,
+    new_buffer,
+    operand,
+    store,
+)
+from cofactor.tracing.scalars import _b, _loop_nest, as_scalar, cast_scalar
+from cofactor.tracing.tracer import Tracer, normalize_dtype
 
 
 def transpose(t: Tracer, axes: Any = None) -> Tracer | None:
@@ -118,11 +129,15 @@ def _strides(shape: tuple[int, ...]) -> list[int]:
     return out[::-1]
 
 
-def getitem(t: Tracer, key: tuple) -> Tracer | None:
-    """`t[key]` for a key of integers, slices, None and Ellipsis (all static): a copy of
-    the selected elements. None for other keys (arrays of indices, booleans)."""
-    if not loopable(t):
-        return None
+#: how a key selects along one source axis: ("int", i) with i an int or an index SSA value
+#: (a checked traced index), or ("slice", start, step)
+Plan = list[tuple[Any, ...]]
+
+
+def static_plan(t: Tracer, key: tuple) -> tuple[Plan, tuple[int, ...], list[int]] | None:
+    """(per source axis the selection, the selected region's shape, per source axis the
+    region axis it runs along or -1) for a key of integers, slices, None and Ellipsis;
+    None for other keys (arrays of indices, booleans) and errors numpy reports itself."""
     if any(not (k is None or k is Ellipsis or isinstance(k, slice) or _is_int(k)) for k in key):
         return None
     if sum(k is Ellipsis for k in key) > 1:
@@ -135,48 +150,116 @@ def getitem(t: Tracer, key: tuple) -> Tracer | None:
         key = key[:i] + (slice(None),) * (t.ndim - used) + key[i + 1 :]
     else:
         key = key + (slice(None),) * (t.ndim - used)
-    plan: list[tuple[str, int, int]] = []  # per source axis: ("int", i, 0) / ("slice", start, step)
-    out_shape: list[int] = []
-    out_of: list[int] = []  # destination axis of each source axis (-1 for an integer)
-    new_axes = 0
+    plan: Plan = []
+    shape: list[int] = []
+    axis_of: list[int] = []
     for k in key:
         if k is None:
-            out_shape.append(1)
-            new_axes += 1
+            shape.append(1)
             continue
         n = t.shape[len(plan)]
         if isinstance(k, slice):
             start, _, step = k.indices(n)
-            out_of.append(len(out_shape))
-            out_shape.append(len(range(*k.indices(n))))
+            axis_of.append(len(shape))
+            shape.append(len(range(*k.indices(n))))
             plan.append(("slice", start, step))
         else:
             i = int(k)
             if not -n <= i < n:
                 return None  # numpy's rules raise the IndexError
-            out_of.append(-1)
-            plan.append(("int", i % n, 0))
-    if 0 in out_shape:
+            axis_of.append(-1)
+            plan.append(("int", i % n))
+    return plan, tuple(shape), axis_of
+
+
+def prefix_plan(t: Tracer, ids: list[SSAValue]) -> tuple[Plan, tuple[int, ...], list[int]]:
+    """The plan of `t[i, j]` for checked index values `ids` (the leading axes)."""
+    rest = t.shape[len(ids) :]
+    plan: Plan = [("int", i) for i in ids] + [("slice", 0, 1)] * len(rest)
+    return plan, rest, [-1] * len(ids) + list(range(len(rest)))
+
+
+def _source_ids(plan: Plan, axis_of: list[int], ivs: list[SSAValue]) -> list[SSAValue]:
+    b = _b()
+    ids = []
+    for entry, d in zip(plan, axis_of, strict=True):
+        if entry[0] == "int":
+            ids.append(entry[1] if isinstance(entry[1], SSAValue) else b.index(entry[1]))
+            continue
+        _, start, step = entry
+        iv = ivs[d]
+        if step != 1:
+            iv = b.binary(arith.MuliOp, iv, b.index(step))
+        ids.append(iv if start == 0 else b.binary(arith.AddiOp, iv, b.index(start)))
+    return ids
+
+
+def select(t: Tracer, plan: Plan, shape: tuple[int, ...], axis_of: list[int]) -> Tracer | None:
+    """A copy of the region of `t` the plan selects (`t[key]`)."""
+    if not loopable(t) or 0 in shape:
         return None
+    if shape == t.shape and all(e == ("slice", 0, 1) for e in plan):
+        return t
+    return gather(t, shape, lambda ivs: _source_ids(plan, axis_of, ivs))
+
+
+def getitem(t: Tracer, key: tuple) -> Tracer | None:
+    """`t[key]` for a static key of integers, slices, None and Ellipsis."""
+    planned = static_plan(t, key) if loopable(t) else None
+    return select(t, *planned) if planned is not None else None
+
+
+def _write(
+    buf: SSAValue, dtype: np.dtype, plan: Plan, shape: tuple[int, ...], axis_of: list[int], v: Any
+) -> Any:
+    """Store operand `v` (broadcast over `shape`) into the region of `buf` the plan selects;
+    returns the last op emitted."""
     b = _b()
 
-    def source(ivs: list[SSAValue]) -> list[SSAValue]:
-        ids = []
-        for (kind, start, step), d in zip(plan, out_of, strict=True):
-            if kind == "int":
-                ids.append(b.index(start))
-                continue
-            iv = ivs[d]
-            if step != 1:
-                iv = b.binary(arith.MuliOp, iv, b.index(step))
-            ids.append(iv if start == 0 else b.binary(arith.AddiOp, iv, b.index(start)))
-        return ids
+    def body(ivs: list[Any], accs: list[Any]) -> list[Any]:
+        x = cast_scalar(as_scalar(v.load_broadcast(ivs, shape), v.dtype), dtype)
+        store(x, buf, _source_ids(plan, axis_of, ivs))
+        return []
 
-    if all(kind == "slice" and start == 0 and step == 1 for kind, start, step in plan) and (
-        tuple(out_shape) == t.shape
-    ):
-        return t
-    return gather(t, tuple(out_shape), source)
+    if shape:
+        return _loop_nest(shape, [], body)
+    body([], [])
+    return b.block.last_op
+
+
+def join(arrays: list[Any], axis: int, new_axis: bool) -> Tracer | None:
+    """`np.concatenate(arrays, axis)` (`new_axis` False) or `np.stack(arrays, axis)`: each
+    array copied by a loop into its part of one buffer."""
+    if not loopable(*arrays):
+        return None
+    ops = [operand(a) for a in arrays]
+    if any(o is None or not o.shape for o in ops):
+        return None
+    shapes = [o.shape for o in ops]
+    probes = [np.zeros(sh, np.int8) for sh in shapes]
+    try:
+        out_shape = (np.stack if new_axis else np.concatenate)(probes, axis=axis).shape
+    except (ValueError, TypeError, np.exceptions.AxisError):
+        return None  # numpy's rules raise its error
+    dtype = normalize_dtype(np.result_type(*[o.dtype for o in ops]))
+    nd = len(out_shape)
+    axis = int(axis) % nd
+    buf = new_buffer(out_shape, dtype)
+    offset = 0
+    op = None
+    for o in ops:
+        if new_axis:
+            plan: Plan = [("slice", 0, 1)] * nd
+            plan[axis] = ("int", offset)
+            axis_of = [d - (d > axis) if d != axis else -1 for d in range(nd)]
+            offset += 1
+        else:
+            plan = [("slice", 0, 1)] * nd
+            plan[axis] = ("slice", offset, 1)
+            axis_of = list(range(nd))
+            offset += o.shape[axis]
+        op = _write(buf, dtype, plan, o.shape, axis_of, o)
+    return Tracer.from_memref(buf, out_shape, dtype, anchor=op)
 
 
 def _is_int(k: Any) -> bool:

@@ -360,6 +360,12 @@ def _sequence_rule(np_fn: Callable):
     """stack/concatenate: numpy on object arrays loses dtype; cast all to the common dtype."""
 
     def rule(arrays, *args, **kwargs):
+        if np_fn in (np.stack, np.concatenate) and set(kwargs) <= {"axis"} and len(args) <= 1:
+            axis = args[0] if args else kwargs.get("axis", 0)
+            if axis is not None:
+                joined = array_views.join(list(arrays), axis, new_axis=np_fn is np.stack)
+                if joined is not None:
+                    return joined
         ts = [as_tracer(a) for a in arrays]
         dtype = normalize_dtype(np.result_type(*[t.dtype for t in ts]))
         return _wrap(np_fn([cast_tracer(t, dtype).elems for t in ts], *args, **kwargs))
