@@ -11,8 +11,9 @@ functions in `REFUSED_FUNCTIONS`).
 
 The rules are split by concept: `element_rules` (per-element IR of each ufunc), `scalars`
 (constants, casts, `scalar_ufunc`), this module (array-level dispatch, `out=`, structural and
-reduction functions, loops over large in-memory arrays), and `elementwise`, `logic`,
-`linalg`, `arrays`, which add their rules to `FUNCTION_RULES` when `numpy_api` imports them.
+reduction functions; each tries the loop nests of `array_rules`/`array_views` first, which
+take large arrays in memory), and `elementwise`, `logic`, `linalg`, `arrays`, which add
+their rules to `FUNCTION_RULES` when `numpy_api` imports them.
 """
 
 from __future__ import annotations
