@@ -261,3 +261,24 @@ def test_assignment_joins_and_traced_rows():
 
     _check(f, a, b, v, 3)
     _check(f, a, b, v, -2)
+
+
+def test_jacobian_of_a_layer_in_loops():
+    n = 20
+    W = RNG.normal(size=(n, n)) / np.sqrt(n)
+    x = RNG.normal(size=n)
+
+    def f(W, x):
+        return np.tanh(W @ x)
+
+    jac = cofactor.qjit(cofactor.jacobian(f, argnums=(0, 1)))
+    JW, Jx = jac(W, x)
+    d = 1 - np.tanh(W @ x) ** 2
+    want = np.zeros((n, n, n))
+    for i in range(n):
+        want[i, i, :] = d[i] * x
+    np.testing.assert_allclose(JW, want, atol=1e-14)
+    np.testing.assert_allclose(Jx, d[:, None] * W, atol=1e-14)
+    small = len(jac.mlir)
+    jac(np.ones((2 * n, 2 * n)), np.ones(2 * n))
+    assert len(jac.mlir) < 1.05 * small  # one-hot cotangents and rows copied by loops
