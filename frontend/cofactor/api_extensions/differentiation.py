@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import func, scf
+from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, SymbolRefAttr, f64, i64
 from xdsl.ir import Block, Region, SSAValue
 
@@ -45,7 +45,9 @@ from cofactor.ir.builder import INDEX, memref_type
 from cofactor.ir.mlir15 import generic_op
 from cofactor.launcher import BufferSpec
 from cofactor.tracing import context, pytree
+from cofactor.tracing.array_loops import ELEMENTWISE_MAX
 from cofactor.tracing.numpy_rules import as_tracer, cast_tracer, store_tracer
+from cofactor.tracing.scalars import _loop_nest
 from cofactor.tracing.tracer import FLOAT, Scalar, Tracer
 
 #: the default finite-difference step (Catalyst's, FiniteDifference.cpp: 1e-7)
@@ -266,9 +268,29 @@ def _loaded(t: Tracer) -> Tracer:
     return Tracer(t.elems, t.dtype)
 
 
+def _strides(shape: tuple[int, ...]) -> list[int]:
+    return [int(np.prod(shape[k + 1 :], dtype=np.int64)) for k in range(len(shape))]
+
+
+def _nest(shape: tuple[int, ...], body: Any) -> None:
+    """`body(ivs, [])` over every index of `shape` (a loop nest; a rank-0 shape: once)."""
+    if shape:
+        _loop_nest(shape, [], body)
+    else:
+        body([], [])
+
+
 def _fill(ref: SSAValue, spec: BufferSpec, value: float) -> None:
     b = context.current().builder
     c = b.const(value, f64)
+    if int(np.prod(spec.shape)) > ELEMENTWISE_MAX:  # a loop: IR independent of the size
+
+        def body(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
+            b.store(c, ref, ivs)
+            return []
+
+        _loop_nest(spec.shape, [], body)
+        return
     for pos in np.ndindex(*spec.shape):
         b.store(c, ref, [b.index(p) for p in pos])
 
@@ -421,6 +443,11 @@ class _Request:
         return cts
 
     def _unrolled_blocks(self, rows: int) -> tuple[list[Tracer], list[Tracer]]:
+        if rows == 1:
+            # one vjp (a scalar function's gradient): the gradients stay in their buffers
+            # (reshaped by a loop copy when large), as no later vjp reuses them
+            o, g = self.enzyme_vjp(self._one_hot(0))
+            return [_loaded(t) for t in o], [np.reshape(t, (1, *t.shape)) for t in g]
         per_row: list[list[Tracer]] = []
         outs: list[Tracer] = []
         for r in range(rows):
@@ -451,16 +478,29 @@ class _Request:
             r = block.args[0]
             one, zero = b.const(1.0, f64), b.const(0.0, f64)
             start = 0
+            # loop nests over each cotangent and gradient: the IR does not grow with them
             for ref, spec, n in zip(self._cout_refs, self.out_specs, self.out_sizes, strict=True):
-                for j, pos in enumerate(np.ndindex(*spec.shape)):
-                    hit = b.cmpi("eq", r, b.index(start + j))
-                    b.store(b.select(hit, one, zero), ref, [b.index(p) for p in pos])
+
+                def one_hot(ivs: list[SSAValue], accs: list[SSAValue], ref=ref, spec=spec,
+                            start=start) -> list[SSAValue]:  # fmt: skip
+                    flat = b.index(start)
+                    for iv, stride in zip(ivs, _strides(spec.shape), strict=True):
+                        term = b.binary(arith.MuliOp, iv, b.index(stride))
+                        flat = b.binary(arith.AddiOp, flat, term)
+                    b.store(b.select(b.cmpi("eq", r, flat), one, zero), ref, ivs)
+                    return []
+
+                _nest(spec.shape, one_hot)
                 start += n
             self._vjp_op(dins)
             for din, jac, i in zip(dins, jac_refs, self.diff, strict=True):
-                for pos in np.ndindex(*self.in_spec(i).shape):
-                    ids = [b.index(p) for p in pos]
-                    b.store(b.load(din, ids), jac, [r, *ids])
+
+                def copy_row(ivs: list[SSAValue], accs: list[SSAValue], din=din,
+                             jac=jac) -> list[SSAValue]:  # fmt: skip
+                    b.store(b.load(din, ivs), jac, [r, *ivs])
+                    return []
+
+                _nest(self.in_spec(i).shape, copy_row)
             b.insert(scf.YieldOp())
         finally:
             b.pop()

@@ -26,7 +26,8 @@ from xdsl.ir import Block, Region
 
 from cofactor.errors import CompileError
 from cofactor.ir.builder import memref_type
-from cofactor.tracing import context
+from cofactor.tracing import array_views, context
+from cofactor.tracing.array_loops import ELEMENTWISE_MAX
 from cofactor.tracing.numpy_rules import (
     _in_memory,
     _objarr,
@@ -111,6 +112,9 @@ def getitem(t: Tracer, key: Any) -> Tracer:
     key = key if isinstance(key, tuple) else (key,)
     key = tuple(_static_key(k) for k in key)
     if not any(_is_traced_index(k) for k in key):
+        view = array_views.getitem(t, key)
+        if view is not None:
+            return view
         if _in_memory(t):  # load only the selected elements
             ids = np.asarray(np.arange(t.size).reshape(t.shape)[key])
             elems = load_elements(t._memref, t.shape, t.dtype, ids)
@@ -172,6 +176,10 @@ def _load_from_memory(t: Tracer, key: tuple) -> Tracer:
                 )
             ids.append(b.index(k % t.shape[axis]))
     rest = t.shape[len(key) :]
+    if int(np.prod(rest)) > ELEMENTWISE_MAX:  # a row of a large array: one loop copy
+        row = array_views.select(t, *array_views.prefix_plan(t, ids))
+        if row is not None:
+            return row
     out = np.empty(rest, dtype=object)
     for pos in np.ndindex(*rest):
         full = [*ids, *[b.index(p) for p in pos]]

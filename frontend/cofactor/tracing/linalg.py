@@ -1,5 +1,6 @@
 """Linear algebra on tracers: products (`dot`, `outer`, `kron`, `tensordot`, `einsum`,
-`vdot`, `trace`) run numpy on the object arrays of Scalars; `numpy.linalg` norms.
+`vdot`, `trace`) run numpy on the object arrays of Scalars (`dot`, `outer` and `einsum` of
+large arrays in memory are loop nests: `array_rules`); `numpy.linalg` norms.
 Decompositions (`eig`, `svd`, `det`, `inv`, ...) need pivoting on run-time values and are
 refused with a CompileError.
 
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from cofactor.errors import CompileError
+from cofactor.tracing import array_rules
 from cofactor.tracing.numpy_rules import (
     FUNCTION_RULES,
     REFUSED_FUNCTIONS,
@@ -35,6 +37,9 @@ def _kron(a, b):
 
 
 def _dot(a, b, **kw):
+    looped = array_rules.dot(a, b) if not kw else None
+    if looped is not None:
+        return looped
     return _wrap(np.dot(_as_elems(a), _as_elems(b)))
 
 
@@ -45,10 +50,16 @@ def _tensordot(a, b, axes=2):
 def _einsum(subscripts, *operands, **kw):
     if not isinstance(subscripts, str):
         raise CompileError("numpy.einsum needs a subscripts string")
+    looped = array_rules.einsum(subscripts, *operands) if not kw else None
+    if looped is not None:
+        return looped
     return _wrap(np.einsum(subscripts, *[_as_elems(o) for o in operands], dtype=object))
 
 
 def _outer(a, b, **kw):
+    looped = array_rules.outer(a, b) if not kw else None
+    if looped is not None:
+        return looped
     return _wrap(np.outer(_as_elems(a), _as_elems(b)))
 
 

@@ -11,8 +11,9 @@ functions in `REFUSED_FUNCTIONS`).
 
 The rules are split by concept: `element_rules` (per-element IR of each ufunc), `scalars`
 (constants, casts, `scalar_ufunc`), this module (array-level dispatch, `out=`, structural and
-reduction functions, loops over large in-memory arrays), and `elementwise`, `logic`,
-`linalg`, `arrays`, which add their rules to `FUNCTION_RULES` when `numpy_api` imports them.
+reduction functions; each tries the loop nests of `array_rules`/`array_views` first, which
+take large arrays in memory), and `elementwise`, `logic`, `linalg`, `arrays`, which add
+their rules to `FUNCTION_RULES` when `numpy_api` imports them.
 """
 
 from __future__ import annotations
@@ -24,12 +25,12 @@ import numpy as np
 
 from cofactor.errors import CompileError, CompileTypeError, CompileValueError
 from cofactor.ir.builder import memref_type
-from cofactor.tracing import context
+from cofactor.tracing import array_rules, array_views, context
+from cofactor.tracing.array_loops import in_memory
 from cofactor.tracing.element_rules import UFUNC_RULES
 from cofactor.tracing.scalars import (  # re-exported: other modules import them from here
     _b,
     _loop_dtypes,
-    _loop_nest,
     _objarr,
     as_scalar,
     as_tracer,
@@ -55,8 +56,9 @@ from cofactor.tracing.tracer import (
 def cast_tracer(t: Tracer, dtype: np.dtype) -> Tracer:
     if t.dtype == dtype:
         return t
-    if _large(t):
-        return _loop_map(t, lambda s: cast_scalar(s, dtype), dtype)
+    looped = array_rules.cast(t, dtype)
+    if looped is not None:
+        return looped
     conv = np.frompyfunc(lambda s: cast_scalar(s, dtype), 1, 1)
     return Tracer(_objarr(conv(t.elems)), dtype)
 
@@ -112,9 +114,12 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
     if out is not None and not (isinstance(out, tuple) and all(o is None for o in out)):
         return _ufunc_with_out(ufunc, method, inputs, kwargs, out)
     if ufunc is np.matmul:
-        return _wrap(np.matmul(*[_as_elems(x) for x in inputs]))
+        looped = array_rules.matmul(*inputs) if len(inputs) == 2 and not kwargs else None
+        return looped if looped is not None else _wrap(np.matmul(*[_as_elems(x) for x in inputs]))
     if method == "reduce":
-        return _reduce(ufunc, inputs[0], kwargs.get("axis", 0))
+        axis, keepdims = kwargs.get("axis", 0), kwargs.get("keepdims", False)
+        looped = array_rules.reduce(ufunc, inputs[0], axis, keepdims, kwargs.get("dtype"))
+        return looped if looped is not None else _reduce(ufunc, inputs[0], axis)
     if method == "outer" and len(inputs) == 2 and not kwargs:
         # ufunc.outer(a, b): a's axes, then b's, broadcast against each other
         a, b = as_tracer(inputs[0]), as_tracer(inputs[1])
@@ -126,7 +131,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         )
     if ufunc not in UFUNC_RULES:
         raise CompileError(f"numpy.{ufunc.__name__} is not supported by cofactor's tracer")
-    looped = _loop_ufunc(ufunc, inputs)
+    looped = array_rules.ufunc_call(ufunc, inputs)
     if looped is not None:
         return looped
     # constants stay Python values (folded or materialised per element by scalar_ufunc)
@@ -139,79 +144,9 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
 
 
 # ----------------------------------------------------------------------------------------
-# large arrays in memory: loops instead of one op per element
+# arrays in memory (loop nests over them are in `array_rules`)
 # ----------------------------------------------------------------------------------------
-#: arrays in memrefs with at least this many elements are processed by `scf.for` loops
-#: (elementwise ufuncs, `sum`) instead of being unrolled element by element
-LOOP_MIN_ELEMENTS = 256
-
-
-def _in_memory(x: Any) -> bool:
-    return isinstance(x, Tracer) and x._elems is None and x.memref is not None
-
-
-def _load_scalar(t: Tracer, ivs: list[Any]) -> Scalar:
-    b = _b()
-    if t.dtype == COMPLEX:
-        return Scalar(
-            (b.load(t.memref, [*ivs, b.index(0)]), b.load(t.memref, [*ivs, b.index(1)])), COMPLEX
-        )
-    return Scalar(b.load(t.memref, ivs), t.dtype)
-
-
-def _loop_ufunc(ufunc: np.ufunc, inputs: tuple) -> Tracer | None:
-    """An elementwise ufunc over large in-memory arrays as a loop nest writing a new buffer;
-    None when the operands do not qualify (then the ufunc is unrolled)."""
-    big = [x for x in inputs if _in_memory(x) and x.size >= LOOP_MIN_ELEMENTS]
-    if not big or ufunc not in UFUNC_RULES:
-        return None
-    if ufunc is np.power and not isinstance(inputs[1], int | float):
-        return None  # a traced exponent: only folded constant exponents are looped
-    shape = big[0].shape
-    for x in inputs:
-        scalar = isinstance(x, bool | int | float | complex | np.generic) or (
-            isinstance(x, Tracer) and x.shape == ()
-        )
-        if not scalar and not (_in_memory(x) and x.shape == shape):
-            return None
-    dtypes = [x.dtype if isinstance(x, Tracer) else python_dtype(x) for x in inputs]
-    _, out = _loop_dtypes(ufunc, dtypes)
-    from cofactor.ir.builder import memref_type
-
-    ctx = context.current()
-    b = ctx.builder
-    buf = ctx.hoisted_alloc(memref_type(shape, out))
-    operands = [x.elems[()] if isinstance(x, Tracer) and x.shape == () else x for x in inputs]
-
-    def body(ivs: list[Any], accs: list[Any]) -> list[Any]:
-        vals = [_load_scalar(x, ivs) if _in_memory(x) and x.shape else x for x in operands]
-        r = as_scalar(scalar_ufunc(ufunc, *vals), out)
-        if out == COMPLEX:
-            b.store(r.value[0], buf, [*ivs, b.index(0)])
-            b.store(r.value[1], buf, [*ivs, b.index(1)])
-        else:
-            b.store(r.value, buf, ivs)
-        return []
-
-    op = _loop_nest(shape, [], body)
-    return Tracer.from_memref(buf, shape, out, anchor=op)
-
-
-def _loop_sum(t: Tracer) -> Tracer:
-    """sum of all elements of a large in-memory array, as a loop with an accumulator."""
-    dtype = t.dtype if t.dtype != BOOL else INT
-    zero = const_scalar(0, dtype)
-    init = list(zero.value) if dtype == COMPLEX else [zero.value]
-
-    def body(ivs: list[Any], accs: list[Any]) -> list[Any]:
-        x = cast_scalar(_load_scalar(t, ivs), dtype)
-        acc = Scalar(tuple(accs) if dtype == COMPLEX else accs[0], dtype)
-        s = scalar_ufunc(np.add, acc, x)
-        return list(s.value) if dtype == COMPLEX else [s.value]
-
-    op = _loop_nest(t.shape, init, body)
-    res = tuple(op.results) if dtype == COMPLEX else op.results[0]
-    return as_tracer(Scalar(res, dtype))
+_in_memory = in_memory
 
 
 def store_tracer(t: Tracer, ref: Any) -> None:
@@ -272,10 +207,10 @@ def _reduce(ufunc: np.ufunc, x: Any, axis: Any) -> Tracer:
 
 
 def _sum(a, axis=None, dtype=None, keepdims=False, **kw):
+    looped = array_rules.reduce(np.add, a, axis, keepdims, dtype)
+    if looped is not None:
+        return looped
     t = as_tracer(a)
-    if axis is None and dtype is None and not keepdims and _in_memory(t):
-        if t.size >= LOOP_MIN_ELEMENTS:
-            return _loop_sum(t)
     src = t if dtype is None else cast_tracer(t, normalize_dtype(dtype))
     if src.dtype == BOOL:
         src = cast_tracer(src, INT)
@@ -287,6 +222,9 @@ def _sum(a, axis=None, dtype=None, keepdims=False, **kw):
 
 
 def _prod(a, axis=None, dtype=None, keepdims=False, **kw):
+    looped = array_rules.reduce(np.multiply, a, axis, keepdims, dtype)
+    if looped is not None:
+        return looped
     t = as_tracer(a)
     src = t if dtype is None else cast_tracer(t, normalize_dtype(dtype))
     if src.dtype == BOOL:
@@ -295,6 +233,9 @@ def _prod(a, axis=None, dtype=None, keepdims=False, **kw):
 
 
 def _mean(a, axis=None, keepdims=False, **kw):
+    looped = array_rules.mean(a, axis, keepdims) if not kw.get("dtype") else None
+    if looped is not None:
+        return looped
     t = as_tracer(a)
     total = _sum(t, axis=axis, keepdims=keepdims)
     n = t.size if axis is None else int(np.prod([t.shape[i] for i in np.atleast_1d(axis)]))
@@ -303,6 +244,9 @@ def _mean(a, axis=None, keepdims=False, **kw):
 
 def _reduce_fn(ufunc: np.ufunc):
     def rule(a, axis=None, keepdims=False, **kw):
+        looped = array_rules.reduce(ufunc, a, axis, keepdims)
+        if looped is not None:
+            return looped
         t = as_tracer(a)
         elems = t.elems if axis is not None else t.elems.reshape(-1)
         fn = np.frompyfunc(lambda x, y: scalar_ufunc(ufunc, x, y), 2, 1)
@@ -349,6 +293,9 @@ def _where(cond, x=None, y=None):
         raise CompileError(
             "numpy.where(cond) with one argument needs concrete values (dynamic shape)"
         )
+    looped = array_rules.where(cond, x, y)
+    if looped is not None:
+        return looped
     c, tx, ty = as_tracer(cond), as_tracer(x), as_tracer(y)
     dtype = normalize_dtype(np.result_type(tx.dtype, ty.dtype))
     ce, xe, ye = np.broadcast_arrays(c.elems, tx.elems, ty.elems)
@@ -367,6 +314,41 @@ def _structural(np_fn: Callable):
     return rule
 
 
+def _rearranging(np_fn: Callable, permutes: bool):
+    """reshape-like (`permutes` False) and transpose-like functions: a loop copy for a large
+    array in memory (`array_views`), else numpy on the object array. numpy itself, run on a
+    probe array, works out the result's shape or axis order from the arguments."""
+    fallback = _structural(np_fn)
+
+    def rule(a, *args, **kwargs):
+        if isinstance(a, Tracer) and in_memory(a) and kwargs.get("order", "C") == "C":
+            result = _rearranged(np_fn, permutes, a, args, kwargs)
+            if result is not None:
+                return result
+        return fallback(a, *args, **kwargs)
+
+    return rule
+
+
+def _rearranged(np_fn: Callable, permutes: bool, a: Tracer, args: tuple, kwargs: dict) -> Any:
+    if permutes:
+        # unique strides 1, 2, 4, ... name the source axis of each result axis; the probe
+        # is a view that is never read
+        strides = tuple(1 << k for k in range(a.ndim))
+        probe = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), a.shape, strides)
+    else:
+        probe = np.zeros(a.shape, np.int8)
+    try:
+        y = np_fn(probe, *args, **kwargs)
+    except Exception:  # noqa: BLE001 - the per-element rule raises numpy's error
+        return None
+    if not permutes:
+        return array_views.reshape(a, y.shape)
+    if y.ndim != a.ndim:
+        return None
+    return array_views.transpose(a, [int(s).bit_length() - 1 for s in y.strides])
+
+
 def _elems_of(x: Any) -> Any:
     if isinstance(x, Tracer):
         return x.elems
@@ -379,11 +361,23 @@ def _sequence_rule(np_fn: Callable):
     """stack/concatenate: numpy on object arrays loses dtype; cast all to the common dtype."""
 
     def rule(arrays, *args, **kwargs):
+        if np_fn in (np.stack, np.concatenate) and set(kwargs) <= {"axis"} and len(args) <= 1:
+            axis = args[0] if args else kwargs.get("axis", 0)
+            if axis is not None:
+                joined = array_views.join(list(arrays), axis, new_axis=np_fn is np.stack)
+                if joined is not None:
+                    return joined
         ts = [as_tracer(a) for a in arrays]
         dtype = normalize_dtype(np.result_type(*[t.dtype for t in ts]))
         return _wrap(np_fn([cast_tracer(t, dtype).elems for t in ts], *args, **kwargs))
 
     return rule
+
+
+def _copy(a, *args, **kwargs):
+    if isinstance(a, Tracer) and in_memory(a):
+        return a.copy()  # shares the memref: arrays in memory are never written in place
+    return _structural(np.copy)(a, *args, **kwargs)
 
 
 def _like(fill: Any):
@@ -408,35 +402,11 @@ def _size(a, axis=None):
     return t.size if axis is None else t.shape[axis]
 
 
-def _loop_map(t: Tracer, fn: Callable[[Scalar], Scalar], out: np.dtype) -> Tracer:
-    """fn applied to every element of a large in-memory array, as a loop nest."""
-    from cofactor.ir.builder import memref_type
-
-    ctx = context.current()
-    b = ctx.builder
-    buf = ctx.hoisted_alloc(memref_type(t.shape, out))
-
-    def body(ivs: list[Any], accs: list[Any]) -> list[Any]:
-        r = as_scalar(fn(_load_scalar(t, ivs)), out)
-        if out == COMPLEX:
-            b.store(r.value[0], buf, [*ivs, b.index(0)])
-            b.store(r.value[1], buf, [*ivs, b.index(1)])
-        else:
-            b.store(r.value, buf, ivs)
-        return []
-
-    op = _loop_nest(t.shape, [], body)
-    return Tracer.from_memref(buf, t.shape, out, anchor=op)
-
-
-def _large(t: Tracer) -> bool:
-    return _in_memory(t) and t.size >= LOOP_MIN_ELEMENTS
-
-
 def _real(a):
     t = as_tracer(a)
-    if _large(t) and t.dtype == COMPLEX:
-        return _loop_map(t, scalar_real, FLOAT)
+    looped = array_rules.real_part(t)
+    if looped is not None:
+        return looped
     return Tracer(
         _objarr(np.frompyfunc(scalar_real, 1, 1)(t.elems)), FLOAT if t.dtype == COMPLEX else t.dtype
     )
@@ -444,8 +414,9 @@ def _real(a):
 
 def _imag(a):
     t = as_tracer(a)
-    if _large(t) and t.dtype == COMPLEX:
-        return _loop_map(t, scalar_imag, FLOAT)
+    looped = array_rules.real_part(t, imag=True)
+    if looped is not None:
+        return looped
     return Tracer(
         _objarr(np.frompyfunc(scalar_imag, 1, 1)(t.elems)), FLOAT if t.dtype == COMPLEX else t.dtype
     )
@@ -504,13 +475,13 @@ FUNCTION_RULES: dict[Callable, Callable] = {
     np.cumsum: _cumsum,
     np.where: _where,
     np.clip: _clip,
-    np.reshape: _structural(np.reshape),
-    np.transpose: _structural(np.transpose),
-    np.swapaxes: _structural(np.swapaxes),
-    np.moveaxis: _structural(np.moveaxis),
-    np.squeeze: _structural(np.squeeze),
-    np.expand_dims: _structural(np.expand_dims),
-    np.ravel: _structural(np.ravel),
+    np.reshape: _rearranging(np.reshape, permutes=False),
+    np.transpose: _rearranging(np.transpose, permutes=True),
+    np.swapaxes: _rearranging(np.swapaxes, permutes=True),
+    np.moveaxis: _rearranging(np.moveaxis, permutes=True),
+    np.squeeze: _rearranging(np.squeeze, permutes=False),
+    np.expand_dims: _rearranging(np.expand_dims, permutes=False),
+    np.ravel: _rearranging(np.ravel, permutes=False),
     np.flip: _structural(np.flip),
     np.roll: _structural(np.roll),
     np.diag: _structural(np.diag),
@@ -518,9 +489,9 @@ FUNCTION_RULES: dict[Callable, Callable] = {
     np.tile: _structural(np.tile),
     np.repeat: _structural(np.repeat),
     np.broadcast_to: _structural(np.broadcast_to),
-    np.atleast_1d: _structural(np.atleast_1d),
-    np.atleast_2d: _structural(np.atleast_2d),
-    np.copy: _structural(np.copy),
+    np.atleast_1d: _rearranging(np.atleast_1d, permutes=False),
+    np.atleast_2d: _rearranging(np.atleast_2d, permutes=False),
+    np.copy: _copy,
     np.take: _structural(np.take),
     np.stack: _sequence_rule(np.stack),
     np.concatenate: _sequence_rule(np.concatenate),

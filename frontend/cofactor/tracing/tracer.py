@@ -1,16 +1,18 @@
 """The tracer: a stand-in for a numpy array while a function is traced.
 
 A `Tracer` has a static shape and one of the supported dtypes (float64, int64, bool,
-complex128). Its data is an object array of `Scalar`s, one SSA value per element (complex:
-an (re, im) pair), or, for arrays that arrive in memory (entry arguments, QNode results), a
-memref from which elements are loaded on first use. Numpy functions reach the tracer through
-`__array_ufunc__` / `__array_function__` and are turned into IR by `numpy_rules`.
+complex128). Its data is either a memref (arrays in memory: entry arguments, QNode results,
+results of loop nests), from which elements are loaded only on first use, or an object
+array of `Scalar`s, one SSA value per element (complex: an (re, im) pair). Numpy functions
+reach the tracer through `__array_ufunc__` / `__array_function__` and are turned into IR by
+`numpy_rules`.
 
-Keeping elements as individual `Scalar` objects makes numpy itself do the structural work:
-reshape, transpose, stack, slicing, `dot`, `sum` over an axis all run on the object array and
-call the `Scalar` operators, which emit one `arith`/`math` op each. The price is IR size
-proportional to the array size, which suits the small classical pre/post-processing of hybrid
-programs; large arrays (state vectors) stay in memrefs unless their elements are touched.
+Arrays in memory with more than `array_loops.ELEMENTWISE_MAX` elements stay in memory:
+numpy operations on them are loop nests over memrefs (`array_rules`, `array_views`), so the
+IR does not grow with the array. Small arrays and anything the loops do not cover use the
+elements: numpy itself does the structural work (reshape, stack, slicing) on the object
+array and calls the `Scalar` operators, which emit one `arith`/`math` op each, suiting the
+small classical pre/post-processing of hybrid programs.
 """
 
 from __future__ import annotations
