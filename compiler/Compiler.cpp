@@ -16,9 +16,13 @@
 
 #include <chrono>
 #include <csetjmp>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 using namespace cofactor::compiler;
 
@@ -36,6 +40,49 @@ void onFatalError(void *, const char *reason, bool) {
   fatalMessage = reason ? reason : "fatal error";
   std::longjmp(*fatalJump, 1);
 }
+
+/// Enzyme writes its notes (and, before it gives up, its reasons) to stderr, which opt's
+/// caller captured; here file descriptor 2 goes to an in-memory file while Enzyme runs,
+/// and what it wrote joins the error message if the stage fails (else it is dropped, as
+/// the subprocess pipeline drops a successful opt's stderr).
+class StderrCapture {
+  int saved = -1, memory = -1;
+
+public:
+  void start() {
+    llvm::errs().flush();
+    std::fflush(stderr);
+    memory = memfd_create("cofactor-stderr", MFD_CLOEXEC);
+    saved = memory < 0 ? -1 : dup(2);
+    if (saved < 0 || dup2(memory, 2) < 0) {
+      stop();
+      return;
+    }
+  }
+  /// Restores stderr; returns what was written meanwhile.
+  std::string stop() {
+    std::string text;
+    if (saved >= 0) {
+      llvm::errs().flush();
+      std::fflush(stderr);
+      dup2(saved, 2);
+      close(saved);
+    }
+    if (memory >= 0) {
+      off_t size = lseek(memory, 0, SEEK_END);
+      if (size > 0) {
+        text.resize(static_cast<size_t>(size));
+        ssize_t got = pread(memory, text.data(), text.size(), 0);
+        text.resize(got > 0 ? static_cast<size_t>(got) : 0);
+      }
+      close(memory);
+    }
+    saved = memory = -1;
+    return text;
+  }
+};
+
+StderrCapture enzymeOutput;
 
 char *copy(const std::string &text) {
   char *out = static_cast<char *>(std::malloc(text.size() + 1));
@@ -88,12 +135,21 @@ int compileLocked(const cofactor_compile_request &request, cofactor_compile_resu
   stage = "opt";
   bool enzyme = needsEnzyme(*module);
   if (enzyme) {
-    std::function<int()> open = [&] { return request.open_plugin ? request.open_plugin() : -1; };
-    if (!ensureEnzymeLoaded(open, error))
+    // Checked by the caller every time, as before each `opt -load-pass-plugin`: a
+    // plugin that is gone or changed fails the compile even once one is loaded.
+    int fd = request.open_plugin ? request.open_plugin() : -1;
+    if (fd < 0)
+      return fail(result, "opt", "error: the Enzyme plugin could not be opened\n");
+    if (!ensureEnzymeLoaded(fd, error))
       return fail(result, "opt", error);
   }
-  if (!optimize(*module, enzyme ? request.enzyme_pipeline : request.plain_pipeline, error))
-    return fail(result, "opt", error);
+  if (enzyme)
+    enzymeOutput.start();
+  bool optimized =
+      optimize(*module, enzyme ? request.enzyme_pipeline : request.plain_pipeline, error);
+  std::string enzymeNotes = enzymeOutput.stop();
+  if (!optimized)
+    return fail(result, "opt", enzymeNotes + error);
   if (request.keep_stages) {
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -140,7 +196,8 @@ extern "C" int cofactor_compile(const cofactor_compile_request *request,
     status = compileLocked(*request, result, stage);
   } else {
     // Jumped out of LLVM: what the stage had allocated is leaked, the lock is not.
-    status = fail(result, stage, "LLVM ERROR: " + fatalMessage + "\n");
+    std::string notes = enzymeOutput.stop();
+    status = fail(result, stage, notes + "LLVM ERROR: " + fatalMessage + "\n");
   }
   fatalJump = nullptr;
   compileLock.unlock();

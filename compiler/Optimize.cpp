@@ -47,14 +47,9 @@ bool needsEnzyme(const llvm::Module &module) {
   return false;
 }
 
-bool ensureEnzymeLoaded(const std::function<int()> &openPlugin, std::string &error) {
+bool ensureEnzymeLoaded(int fd, std::string &error) {
   if (enzyme)
     return true;
-  int fd = openPlugin();
-  if (fd < 0) {
-    error = "the Enzyme plugin could not be opened";
-    return false;
-  }
   // Loaded through the descriptor the caller checked (owner, mode, SHA-256), so the file
   // cannot be swapped between the check and the load.
   llvm::Expected<llvm::PassPlugin> plugin =

@@ -11,7 +11,6 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,9 +34,9 @@ std::unique_ptr<llvm::Module> lowerToLLVMIR(llvm::StringRef mlir, llvm::StringRe
 /// Whether the module calls Enzyme (a function named __enzyme_autodiff*).
 bool needsEnzyme(const llvm::Module &module);
 
-/// Loads the Enzyme plugin from descriptor `fd` unless it is loaded already (once per
-/// process; the descriptor is not closed here).
-bool ensureEnzymeLoaded(const std::function<int()> &openPlugin, std::string &error);
+/// Loads the Enzyme plugin from the checked descriptor `fd` unless it is loaded already
+/// (once per process; the descriptor is not closed here).
+bool ensureEnzymeLoaded(int fd, std::string &error);
 
 /// opt: verify, run the new-PM `pipeline` (with Enzyme's passes registered when the
 /// plugin is loaded), verify again.

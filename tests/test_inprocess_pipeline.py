@@ -14,8 +14,6 @@ import cofactor
 from cofactor import compiler, native_compiler
 from cofactor.errors import CompileError
 
-pytestmark = pytest.mark.needs_toolchain
-
 TWICE = """
 func.func @twice(%x: f64) -> f64 attributes {llvm.emit_c_interface} {
   %two = arith.constant 2.0 : f64

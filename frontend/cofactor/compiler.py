@@ -344,27 +344,34 @@ def compile_module(
 def _compile_in_process(
     mlir_text: str, name: str, key: str | None, folder: Path | None
 ) -> CompiledLibrary:
-    """The in-process pipeline writes the library into the private folder; a cached one is
-    copied into the cache and the private file removed."""
-    so_path = _private_path(name)
-    try:
-        stages = _native(mlir_text, so_path, keep_stages=folder is not None)
-    except BaseException:
-        _unlink_quietly(so_path)
-        raise
+    """The library linked by the in-process pipeline straight into its new cache entry
+    (through the entry's checked folder), or into the private folder when not cached."""
+    keep = folder is not None
+    stages: dict[str, str] = {}
+
+    def build(entry_fd: int) -> None:
+        output = Path(f"/proc/self/fd/{entry_fd}/{disk_cache.LIBRARY}")
+        stages.update(_native(mlir_text, output, keep))
+
+    so_path = disk_cache.store_built(key, name, build) if key is not None else None
+    private = so_path is None
+    if private:
+        so_path = _private_path(name)
+        try:
+            stages = _native(mlir_text, so_path, keep)
+        except BaseException:
+            _unlink_quietly(so_path)
+            raise
     if folder is not None:
         (folder / STAGE_FILES["mlir"]).write_text(mlir_text)
         for stage, text in stages.items():
             (folder / STAGE_FILES[stage]).write_text(text)
     if sum(map(len, stages.values())) > STAGE_MEMORY_LIMIT:
         stages = {}
-    cached = disk_cache.store(key, so_path, name) if key is not None else None
-    if cached is not None:
-        _unlink_quietly(so_path)
-        return CompiledLibrary(name, cached, mlir_text=mlir_text, _stages=stages)
     result = CompiledLibrary(name, so_path, mlir_text=mlir_text, _stages=stages)
-    # dlopen maps the file, so it may go as soon as the library object is dropped
-    weakref.finalize(result, _unlink_quietly, so_path)
+    if private:
+        # dlopen maps the file, so it may go as soon as the library object is dropped
+        weakref.finalize(result, _unlink_quietly, so_path)
     return result
 
 
