@@ -35,6 +35,21 @@ print(f"{(t1 - t0) * 1e3:.1f} {(t2 - t1) * 1e3:.1f}")
 """
 
 
+def _new_process(program: str, env: dict[str, str], repeat: int) -> list[tuple[float, float]]:
+    """(import ms, first call ms) of `program` in `repeat` new processes."""
+    out = []
+    for _ in range(repeat):
+        proc = subprocess.run(
+            [sys.executable, "-c", CACHED_LOAD, program],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        out.append(tuple(map(float, proc.stdout.split())))
+    return out
+
+
 def _median_ms(samples: list[float]) -> str:
     """The median and, in brackets, the minimum (the least disturbed by other load)."""
     return f"{statistics.median(samples) * 1e3:.1f} [{min(samples) * 1e3:.1f}]"
@@ -108,19 +123,15 @@ def _time_in_process(text: str, repeat: int) -> tuple[float, dict[str, str]]:
 
 def _cached_load(program: str, repeat: int) -> list[tuple[float, float]]:
     """(import ms, first call of a cached function ms) in new processes."""
-    env = {**os.environ, "COFACTOR_DISABLE_CACHE": "0"}
-    env.pop("COFACTOR_PIPELINE", None)
-    out = []
-    for _ in range(repeat + 1):  # the first run fills the cache
-        proc = subprocess.run(
-            [sys.executable, "-c", CACHED_LOAD, program],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        out.append(tuple(map(float, proc.stdout.split())))
-    return out[1:]
+    env = {"COFACTOR_DISABLE_CACHE": "0", "COFACTOR_PIPELINE": "auto"}
+    _new_process(program, env, 1)  # fills the cache
+    return _new_process(program, env, repeat)
+
+
+def _summary(runs: list[tuple[float, float]]) -> str:
+    imports = statistics.median(i for i, _ in runs)
+    calls = ", ".join(f"{c:.1f}" for _, c in runs)
+    return f"import {imports:.0f} (median), first call {calls}"
 
 
 def main() -> None:
@@ -137,13 +148,14 @@ def main() -> None:
         print("  subprocess: " + ", ".join(f"{k} {v}" for k, v in tools.items()))
         stages = ", ".join(f"{k} {v}" for k, v in native.items())
         print(f"  in process: first {first:.1f}; {stages}")
-        loads = _cached_load(program, 3)
-        print(
-            "  new process, cached: import "
-            + ", ".join(f"{i:.0f}" for i, _ in loads)
-            + "; first call "
-            + ", ".join(f"{c:.1f}" for _, c in loads)
-        )
+        print("  new process, cached: " + _summary(_cached_load(program, 3)))
+        for label, env in (
+            ("preload", {}),
+            ("no preload", {"COFACTOR_PRELOAD": "0"}),
+            ("subprocess", {"COFACTOR_PIPELINE": "subprocess"}),
+        ):
+            runs = _new_process(program, {"COFACTOR_DISABLE_CACHE": "1", **env}, 3)
+            print(f"  new process, not cached, {label}: " + _summary(runs))
 
 
 if __name__ == "__main__":

@@ -12,14 +12,18 @@
 
 namespace cofactor::compiler {
 
-bool emitObject(llvm::Module &module, llvm::SmallVectorImpl<char> &object,
-                std::string &error) {
+void initializeCodeGen() {
   static const bool initialized = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     return true;
   }();
   (void)initialized;
+}
+
+bool emitObject(llvm::Module &module, llvm::SmallVectorImpl<char> &object,
+                std::string &error) {
+  initializeCodeGen();
 
   // What llc does for a module without a triple: the default triple, the generic CPU
   // (no -mcpu), -O2, position-independent code for the shared library.

@@ -178,14 +178,26 @@ int compileLocked(const cofactor_compile_request &request, cofactor_compile_resu
 
 } // namespace
 
-extern "C" int cofactor_compile(const cofactor_compile_request *request,
-                                cofactor_compile_result *result) {
-  std::memset(result, 0, sizeof(*result));
-  static const bool handlerInstalled = [] {
+namespace {
+void installFatalErrorHandler() {
+  static const bool installed = [] {
     llvm::install_fatal_error_handler(onFatalError, nullptr);
     return true;
   }();
-  (void)handlerInstalled;
+  (void)installed;
+}
+} // namespace
+
+extern "C" void cofactor_compiler_warm_up(void) {
+  installFatalErrorHandler();
+  initializeLowering();
+  initializeCodeGen();
+}
+
+extern "C" int cofactor_compile(const cofactor_compile_request *request,
+                                cofactor_compile_result *result) {
+  std::memset(result, 0, sizeof(*result));
+  installFatalErrorHandler();
 
   compileLock.lock();
   std::jmp_buf jump;
@@ -212,4 +224,4 @@ extern "C" void cofactor_free_result(cofactor_compile_result *result) {
   }
 }
 
-extern "C" int cofactor_compiler_abi_version(void) { return 1; }
+extern "C" int cofactor_compiler_abi_version(void) { return 2; }

@@ -53,6 +53,8 @@ const DialectRegistry &registry() {
 
 } // namespace
 
+void initializeLowering() { (void)registry(); }
+
 std::unique_ptr<llvm::Module> lowerToLLVMIR(llvm::StringRef mlir, llvm::StringRef pipeline,
                                             llvm::LLVMContext &llvmContext,
                                             std::string *loweredText,

@@ -22,6 +22,11 @@ class Module;
 
 namespace cofactor::compiler {
 
+/// The one-time set-up of each stage (registries, targets), so that a preloading thread
+/// can take it off the first compile. Safe to call more than once and from any thread.
+void initializeLowering();
+void initializeCodeGen();
+
 /// cofactor-opt + mlir-translate: parse `mlir`, run `pipeline` (implicit nesting, as
 /// cofactor-opt does with one flag per pass) and translate to LLVM IR in `llvmContext`.
 /// `loweredText` receives the lowered MLIR when non-null. `failedStage` is

@@ -53,6 +53,10 @@ int cofactor_compile(const cofactor_compile_request *request,
 /* Frees the strings of a result (not the struct). */
 void cofactor_free_result(cofactor_compile_result *result);
 
+/* The one-time set-up (dialect and pass registries, code generation targets), for a thread
+ * that preloads the library; cofactor_compile does it too when needed. */
+void cofactor_compiler_warm_up(void);
+
 /* The ABI version the Python driver checks before its first call. */
 int cofactor_compiler_abi_version(void);
 

@@ -15,7 +15,6 @@ A plugin other than the one loaded cannot replace it in the same process.
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 import threading
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from pathlib import Path
 from cofactor import enzyme_plugin, toolchain
 from cofactor.errors import CompileError, ToolchainNotFoundError
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 #: The stages the library times, in order (cofactor_compile_result.ms).
 TIMED_STAGES = ("lower", "translate", "opt", "codegen", "link")
 
@@ -64,12 +63,25 @@ class NativeResult:
     ms: dict[str, float] = field(default_factory=dict)
 
 
-@functools.cache
+_load_lock = threading.Lock()
+_loaded: ctypes.CDLL | None = None
+
+
 def _library() -> ctypes.CDLL:
+    global _loaded
+    with _load_lock:
+        if _loaded is None:
+            _loaded = _open_library()
+        return _loaded
+
+
+def _open_library() -> ctypes.CDLL:
     path = toolchain.find("compiler")
     lib = ctypes.CDLL(str(path))
     lib.cofactor_compiler_abi_version.restype = ctypes.c_int
-    if (got := lib.cofactor_compiler_abi_version()) != ABI_VERSION:
+    if (got := lib.cofactor_compiler_abi_version()) != ABI_VERSION or not hasattr(
+        lib, "cofactor_compiler_warm_up"
+    ):
         raise ToolchainNotFoundError(
             f"{path} has ABI version {got}, not {ABI_VERSION}: rebuild it (`make setup`)"
         )
@@ -77,7 +89,45 @@ def _library() -> ctypes.CDLL:
     lib.cofactor_compile.restype = ctypes.c_int
     lib.cofactor_free_result.argtypes = [ctypes.POINTER(_Result)]
     lib.cofactor_free_result.restype = None
+    lib.cofactor_compiler_warm_up.argtypes = []
+    lib.cofactor_compiler_warm_up.restype = None
     return lib
+
+
+#: COFACTOR_PRELOAD=0 turns the preload off.
+PRELOAD_ENV = "COFACTOR_PRELOAD"
+_preload_thread: threading.Thread | None = None
+
+
+def preload() -> None:
+    """Load the library (LLVM and MLIR with it: tens of milliseconds) and set up its
+    registries in a thread, while the program imports and traces: dlopen releases the GIL.
+    Without it the first compile of a process pays the load. A failure is left for the
+    first compile to report. Forks and interpreter exit wait for the thread (a process must
+    not fork or exit in the middle of dlopen)."""
+    global _preload_thread
+    if os.environ.get(PRELOAD_ENV, "1") == "0" or _loaded is not None:
+        return
+    if os.environ.get("COFACTOR_PIPELINE", "").strip().lower() == "subprocess":
+        return
+    if _preload_thread is None:
+        _preload_thread = threading.Thread(target=_warm_up, name="cofactor-preload")
+        _preload_thread.start()
+
+
+def _warm_up() -> None:
+    try:
+        _library().cofactor_compiler_warm_up()
+    except (ToolchainNotFoundError, OSError):
+        pass  # the first compile reports it, or falls back to the tools
+
+
+def _wait_for_preload() -> None:
+    if _preload_thread is not None and _preload_thread is not threading.current_thread():
+        _preload_thread.join()
+
+
+os.register_at_fork(before=_wait_for_preload)
 
 
 def unavailable_reason() -> str | None:
