@@ -104,3 +104,27 @@ def test_keep_intermediate_in_process_writes_every_stage(monkeypatch, tmp_path):
     for filename in compiler.STAGE_FILES.values():
         assert (tmp_path / filename).stat().st_size > 0, filename
     assert "define double @twice" in (tmp_path / "module.opt.ll").read_text()
+
+
+@pytest.mark.parametrize(
+    ("change", "stage", "needle"),
+    [
+        # no lowering: func.func has no translation to LLVM IR
+        ({"mlir_pipeline": ""}, "mlir-translate", "func.func"),
+        ({"plain_pipeline": "no-such-pass"}, "opt", "no-such-pass"),
+        ({"link_args": ("-l:libcofactor-no-such-library.so",)}, "link", "no-such-library"),
+    ],
+)
+def test_each_later_stage_reports_its_failure(tmp_path, change, stage, needle):
+    request = {
+        "mlir_pipeline": compiler.mlir_pipeline(),
+        "plain_pipeline": compiler.PLAIN_PIPELINE,
+        "enzyme_pipeline": compiler.ENZYME_PIPELINE,
+        "output": tmp_path / "libtwice.so",
+        **change,
+    }
+    with pytest.raises(CompileError) as info:
+        native_compiler.compile_native(TWICE, **request)
+    assert info.value.stage == stage
+    assert needle in (info.value.tool_message or "")
+    assert not (tmp_path / "libtwice.so").exists()
