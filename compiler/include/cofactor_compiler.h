@@ -42,7 +42,7 @@ typedef struct cofactor_compile_result {
   char *mlir_opt;
   char *llvmir;
   char *llvmir_opt;
-  /* Milliseconds spent in each stage: lower, translate, opt, codegen, link. */
+  /* Milliseconds: MLIR passes and translation, printing the stage texts, opt, codegen, link. */
   double ms[5];
 } cofactor_compile_result;
 

@@ -24,8 +24,9 @@ from cofactor import enzyme_plugin, toolchain
 from cofactor.errors import CompileError, ToolchainNotFoundError
 
 ABI_VERSION = 2
-#: The stages the library times, in order (cofactor_compile_result.ms).
-TIMED_STAGES = ("lower", "translate", "opt", "codegen", "link")
+#: The stages the library times, in order (cofactor_compile_result.ms): "lower" is the MLIR
+#: passes and the translation, "stage_texts" the printing of the texts when asked for.
+TIMED_STAGES = ("lower", "stage_texts", "opt", "codegen", "link")
 
 _OPEN_PLUGIN = ctypes.CFUNCTYPE(ctypes.c_int)
 
