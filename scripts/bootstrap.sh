@@ -177,9 +177,9 @@ build_native() {
         die "C++ build failed"
     fi
     if grep -q "no work to do" <<<"$out"; then
-        step build "runtime and cofactor-opt up to date in ${BUILD_DIR#"$ROOT"/}/"
+        step build "runtime, cofactor-opt and compiler library up to date in ${BUILD_DIR#"$ROOT"/}/"
     else
-        step build "built runtime and cofactor-opt in ${BUILD_DIR#"$ROOT"/}/"
+        step build "built runtime, cofactor-opt and compiler library in ${BUILD_DIR#"$ROOT"/}/"
     fi
 }
 

@@ -4,8 +4,8 @@ ctypes.
 One call runs what the subprocess pipeline runs as five tools: cofactor's MLIR passes,
 translation to LLVM IR, O2 with Enzyme when the module asks for gradients, code generation
 into memory and linking with lld into the output file. Nothing else is written to disk. The
-library is loaded once per process; it serializes its calls with a lock of its own (ctypes
-releases the GIL meanwhile).
+library is loaded once per process (in the background from `import cofactor`, `preload`);
+calls are serialized (ctypes releases the GIL meanwhile).
 
 The Enzyme plugin is checked (`toolchain.open_enzyme`) every time a module needs it, as for
 the subprocess pipeline; the library loads it from the checked descriptor once per process.
@@ -123,12 +123,22 @@ def _warm_up() -> None:
         pass  # the first compile reports it, or falls back to the tools
 
 
-def _wait_for_preload() -> None:
+#: Held around each call into the library. A fork waits for it, so that a child never
+#: starts with the library's own lock held by a thread that does not exist there.
+_compile_lock = threading.Lock()
+
+
+def _before_fork() -> None:
     if _preload_thread is not None and _preload_thread is not threading.current_thread():
         _preload_thread.join()
+    _compile_lock.acquire()
 
 
-os.register_at_fork(before=_wait_for_preload)
+os.register_at_fork(
+    before=_before_fork,
+    after_in_parent=_compile_lock.release,
+    after_in_child=_compile_lock.release,
+)
 
 
 def unavailable_reason() -> str | None:
@@ -222,7 +232,8 @@ def compile_native(
     )
     result = _Result()
     try:
-        status = lib.cofactor_compile(ctypes.byref(request), ctypes.byref(result))
+        with _compile_lock:
+            status = lib.cofactor_compile(ctypes.byref(request), ctypes.byref(result))
     finally:
         opener.close()
     try:
