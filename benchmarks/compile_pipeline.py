@@ -151,6 +151,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--programs", default="a,b,c")
+    parser.add_argument(
+        "--no-new-process", action="store_true", help="skip the runs in new processes"
+    )
     args = parser.parse_args()
     os.environ.setdefault("COFACTOR_CACHE_DIR", tempfile.mkdtemp(prefix="cofactor-bench-"))
     for program in args.programs.split(","):
@@ -161,6 +164,8 @@ def main() -> None:
         print("  subprocess: " + ", ".join(f"{k} {v}" for k, v in tools.items()))
         stages = ", ".join(f"{k} {v}" for k, v in native.items())
         print(f"  in process: first {first:.1f}; {stages}")
+        if args.no_new_process:
+            continue
         print("  new process, cached: " + _summary(_cached_load(program, 3)))
         for label, env in (
             ("preload", {}),

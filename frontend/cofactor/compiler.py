@@ -15,8 +15,10 @@ diagnostics. Compiled libraries are kept in a disk cache (`cofactor.cache`) keye
 and the toolchain's fingerprint, so a new Python process reuses them; a library that is not
 cached lives in a private per-process folder until its CompiledLibrary is dropped.
 
-Time for the 4-qubit circuit of benchmarks/ (docs/performance.md has the table): the five
-subprocesses took about 140 ms; in process the pipeline takes about ... ms.
+Compile time (`python -m benchmarks.compile_pipeline`; CPU ms, the least disturbed figure
+on the shared 2-core machine where it was measured under a load of ~15): the 4-qubit circuit
+(program a) 150-170 with the subprocesses, 26-33 in process; its gradient (b, Enzyme and O2
+dominate) 430-450 and 270-280. compiler/README.md has the stage by stage figures.
 """
 
 from __future__ import annotations
