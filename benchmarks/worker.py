@@ -114,7 +114,8 @@ def task_compile(spec: dict) -> dict:
 
 def _cofactor_stages(b: Backend, program: str) -> dict | None:
     """Where a warm cofactor compilation spends its time: tracing and each toolchain
-    subprocess. Wraps private functions of cofactor (compiler._run, QJIT._trace), so it is
+    subprocess, or each stage of the in-process pipeline. Wraps private functions of
+    cofactor (compiler._run, native_compiler.compile_native, QJIT._trace), so it is
     diagnostic only and gives up quietly when they change."""
     try:
         from cofactor import compiler, jit
@@ -136,8 +137,18 @@ def _cofactor_stages(b: Backend, program: str) -> dict | None:
 
         return wrapper
 
+    native = getattr(getattr(compiler, "native_compiler", None), "compile_native", None)
+
+    def native_timed(*args: Any, **kwargs: Any) -> Any:
+        result = native(*args, **kwargs)  # the in-process pipeline times its own stages
+        for stage, ms in result.ms.items():
+            stages[stage] = stages.get(stage, 0.0) + ms / 1e3
+        return result
+
     compiler._run = timed("run", run)
     jit.QJIT._trace = timed("trace", trace)
+    if native is not None:
+        compiler.native_compiler.compile_native = native_timed
     try:
         fn, arg = programs.compile_program(b, program)
         t = time.perf_counter()
@@ -147,6 +158,8 @@ def _cofactor_stages(b: Backend, program: str) -> dict | None:
         return None
     finally:
         compiler._run, jit.QJIT._trace = run, trace
+        if native is not None:
+            compiler.native_compiler.compile_native = native
     return stages
 
 

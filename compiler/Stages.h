@@ -1,0 +1,60 @@
+//===- Stages.h - the stages of the in-process pipeline ---------*- C++ -*-===//
+//
+// Each stage returns false and fills `error` (the diagnostics, as the matching
+// command-line tool would print them) when it fails. They are called one after the
+// other by Compiler.cpp, under its lock.
+//
+//===----------------------------------------------------------------------===//
+#ifndef COFACTOR_COMPILER_STAGES_H
+#define COFACTOR_COMPILER_STAGES_H
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+} // namespace llvm
+
+namespace cofactor::compiler {
+
+/// The one-time set-up of each stage (registries, targets), so that a preloading thread
+/// can take it off the first compile. Safe to call more than once and from any thread.
+void initializeLowering();
+void initializeCodeGen();
+
+/// cofactor-opt + mlir-translate: parse `mlir`, run `pipeline` (implicit nesting, as
+/// cofactor-opt does with one flag per pass) and translate to LLVM IR in `llvmContext`.
+/// `loweredText` receives the lowered MLIR when non-null. `failedStage` is
+/// "cofactor-opt" or "mlir-translate" on failure.
+std::unique_ptr<llvm::Module> lowerToLLVMIR(llvm::StringRef mlir, llvm::StringRef pipeline,
+                                            llvm::LLVMContext &llvmContext,
+                                            std::string *loweredText,
+                                            std::string &failedStage, std::string &error);
+
+/// Whether the module calls Enzyme (a function named __enzyme_autodiff*).
+bool needsEnzyme(const llvm::Module &module);
+
+/// Loads the Enzyme plugin from the checked descriptor `fd` unless it is loaded already
+/// (once per process; the descriptor is not closed here).
+bool ensureEnzymeLoaded(int fd, std::string &error);
+
+/// opt: verify, run the new-PM `pipeline` (with Enzyme's passes registered when the
+/// plugin is loaded), verify again.
+bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error);
+
+/// llc -O2 -filetype=obj -relocation-model=pic, for the host, into memory.
+bool emitObject(llvm::Module &module, llvm::SmallVectorImpl<char> &object,
+                std::string &error);
+
+/// cc -shared: lld links `object` with `linkArgs` and the C libraries into `output`.
+bool linkSharedLibrary(llvm::StringRef object, const std::vector<std::string> &linkArgs,
+                       const std::string &output, std::string &error);
+
+} // namespace cofactor::compiler
+
+#endif

@@ -1,0 +1,254 @@
+"""The in-process pipeline: libcofactor-compiler.so (compiler/ in the repository) through
+ctypes.
+
+One call runs what the subprocess pipeline runs as five tools: cofactor's MLIR passes,
+translation to LLVM IR, O2 with Enzyme when the module asks for gradients, code generation
+into memory and linking with lld into the output file. Nothing else is written to disk. The
+library is loaded once per process (in the background from `import cofactor`, `preload`);
+calls are serialized (ctypes releases the GIL meanwhile).
+
+The Enzyme plugin is checked (`toolchain.open_enzyme`) every time a module needs it, as for
+the subprocess pipeline; the library loads it from the checked descriptor once per process.
+A plugin other than the one loaded cannot replace it in the same process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cofactor import enzyme_plugin, toolchain
+from cofactor.errors import CompileError, ToolchainNotFoundError
+
+ABI_VERSION = 2
+#: The stages the library times, in order (cofactor_compile_result.ms): "lower" is the MLIR
+#: passes and the translation, "stage_texts" the printing of the texts when asked for.
+TIMED_STAGES = ("lower", "stage_texts", "opt", "codegen", "link")
+
+_OPEN_PLUGIN = ctypes.CFUNCTYPE(ctypes.c_int)
+
+
+class _Request(ctypes.Structure):
+    _fields_ = [
+        ("mlir", ctypes.c_char_p),
+        ("mlir_pipeline", ctypes.c_char_p),
+        ("plain_pipeline", ctypes.c_char_p),
+        ("enzyme_pipeline", ctypes.c_char_p),
+        ("open_plugin", _OPEN_PLUGIN),
+        ("output", ctypes.c_char_p),
+        ("link_args", ctypes.POINTER(ctypes.c_char_p)),
+        ("num_link_args", ctypes.c_int),
+        ("keep_stages", ctypes.c_int),
+    ]
+
+
+class _Result(ctypes.Structure):
+    _fields_ = [
+        ("stage", ctypes.c_void_p),
+        ("message", ctypes.c_void_p),
+        ("mlir_opt", ctypes.c_void_p),
+        ("llvmir", ctypes.c_void_p),
+        ("llvmir_opt", ctypes.c_void_p),
+        ("ms", ctypes.c_double * len(TIMED_STAGES)),
+    ]
+
+
+@dataclass
+class NativeResult:
+    """Stage texts (when asked for) and the milliseconds of each timed stage."""
+
+    stages: dict[str, str] = field(default_factory=dict)
+    ms: dict[str, float] = field(default_factory=dict)
+
+
+_load_lock = threading.Lock()
+_loaded: ctypes.CDLL | None = None
+
+
+def _library() -> ctypes.CDLL:
+    global _loaded
+    with _load_lock:
+        if _loaded is None:
+            _loaded = _open_library()
+        return _loaded
+
+
+def _open_library() -> ctypes.CDLL:
+    path = toolchain.find("compiler")
+    lib = ctypes.CDLL(str(path))
+    lib.cofactor_compiler_abi_version.restype = ctypes.c_int
+    if (got := lib.cofactor_compiler_abi_version()) != ABI_VERSION or not hasattr(
+        lib, "cofactor_compiler_warm_up"
+    ):
+        raise ToolchainNotFoundError(
+            f"{path} has ABI version {got}, not {ABI_VERSION}: rebuild it (`make setup`)"
+        )
+    lib.cofactor_compile.argtypes = [ctypes.POINTER(_Request), ctypes.POINTER(_Result)]
+    lib.cofactor_compile.restype = ctypes.c_int
+    lib.cofactor_free_result.argtypes = [ctypes.POINTER(_Result)]
+    lib.cofactor_free_result.restype = None
+    lib.cofactor_compiler_warm_up.argtypes = []
+    lib.cofactor_compiler_warm_up.restype = None
+    return lib
+
+
+#: COFACTOR_PRELOAD=0 turns the preload off.
+PRELOAD_ENV = "COFACTOR_PRELOAD"
+_preload_thread: threading.Thread | None = None
+
+
+def preload() -> None:
+    """Load the library (LLVM and MLIR with it: tens of milliseconds) and set up its
+    registries in a thread, while the program imports and traces: dlopen releases the GIL.
+    Without it the first compile of a process pays the load. A failure is left for the
+    first compile to report. Forks and interpreter exit wait for the thread (a process must
+    not fork or exit in the middle of dlopen)."""
+    global _preload_thread
+    if os.environ.get(PRELOAD_ENV, "1") == "0" or _loaded is not None:
+        return
+    if os.environ.get("COFACTOR_PIPELINE", "").strip().lower() == "subprocess":
+        return
+    if _preload_thread is None:
+        _preload_thread = threading.Thread(target=_warm_up, name="cofactor-preload")
+        _preload_thread.start()
+
+
+def _warm_up() -> None:
+    try:
+        _library().cofactor_compiler_warm_up()
+    except (ToolchainNotFoundError, OSError):
+        pass  # the first compile reports it, or falls back to the tools
+
+
+#: Held around each call into the library. A fork waits for it, so that a child never
+#: starts with the library's own lock held by a thread that does not exist there.
+_compile_lock = threading.Lock()
+
+
+def _before_fork() -> None:
+    if _preload_thread is not None and _preload_thread is not threading.current_thread():
+        _preload_thread.join()
+    _compile_lock.acquire()
+
+
+os.register_at_fork(
+    before=_before_fork,
+    after_in_parent=_compile_lock.release,
+    after_in_child=_compile_lock.release,
+)
+
+
+def unavailable_reason() -> str | None:
+    """None when the in-process library can be used, else why not (for the fallback)."""
+    try:
+        _library()
+    except (ToolchainNotFoundError, OSError) as err:
+        return str(err)
+    return None
+
+
+#: The identity of the Enzyme plugin the library has loaded (the pinned hash, or the
+#: override's file identity), and a guard for the first load.
+_plugin_lock = threading.Lock()
+_loaded_plugin: str | None = None
+
+
+def _plugin_identity(fd: int) -> str:
+    if not os.environ.get(toolchain.TOOLS["enzyme"].env_var):
+        return f"sha256:{enzyme_plugin.PATCHED_SHA256}"  # open_enzyme checked the hash
+    st = os.fstat(fd)
+    return f"file:{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+
+
+class _PluginOpener:
+    """The callback the library calls when a module needs Enzyme: the checked descriptor,
+    kept open until the compile returns. An error is kept and raised after the call."""
+
+    def __init__(self) -> None:
+        self.fds: list[int] = []
+        self.error: BaseException | None = None
+        self.callback = _OPEN_PLUGIN(self._open)
+
+    def _open(self) -> int:
+        global _loaded_plugin
+        try:
+            with toolchain.open_enzyme() as checked:
+                fd = os.dup(checked)
+            self.fds.append(fd)
+            identity = _plugin_identity(fd)
+            with _plugin_lock:
+                if _loaded_plugin is None:
+                    _loaded_plugin = identity
+                elif _loaded_plugin != identity:
+                    raise CompileError(
+                        "another Enzyme plugin is already loaded in this process "
+                        f"({_loaded_plugin}); a plugin cannot be replaced in a running "
+                        "process: restart Python, or set COFACTOR_PIPELINE=subprocess",
+                        stage="opt",
+                    )
+            return fd
+        except BaseException as err:  # noqa: BLE001 - raised again after the C call
+            self.error = err
+            return -1
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+
+
+def _text(pointer: int | None) -> str | None:
+    return None if not pointer else ctypes.string_at(pointer).decode()
+
+
+def compile_native(
+    mlir_text: str,
+    *,
+    mlir_pipeline: str,
+    plain_pipeline: str,
+    enzyme_pipeline: str,
+    output: Path | None,
+    link_args: tuple[str, ...] = (),
+    keep_stages: bool = False,
+) -> NativeResult:
+    """Run the pipeline in this process; write the shared library to `output` (None: stop
+    after the LLVM optimization, e.g. to get the stage texts). Raises CompileError with the
+    failing stage and its diagnostics."""
+    lib = _library()
+    opener = _PluginOpener()
+    args = (ctypes.c_char_p * max(len(link_args), 1))(*(a.encode() for a in link_args))
+    request = _Request(
+        mlir_text.encode(),
+        mlir_pipeline.encode(),
+        plain_pipeline.encode(),
+        enzyme_pipeline.encode(),
+        opener.callback,
+        None if output is None else os.fsencode(output),
+        args,
+        len(link_args),
+        int(keep_stages),
+    )
+    result = _Result()
+    try:
+        with _compile_lock:
+            status = lib.cofactor_compile(ctypes.byref(request), ctypes.byref(result))
+    finally:
+        opener.close()
+    try:
+        if status != 0:
+            if opener.error is not None:
+                raise opener.error
+            stage = _text(result.stage) or "compile"
+            raise CompileError(
+                f"{stage} failed (in process)", stage=stage, tool_message=_text(result.message)
+            )
+        stages = {
+            name: text
+            for name in ("mlir_opt", "llvmir", "llvmir_opt")
+            if (text := _text(getattr(result, name))) is not None
+        }
+        return NativeResult(stages, dict(zip(TIMED_STAGES, result.ms, strict=True)))
+    finally:
+        lib.cofactor_free_result(ctypes.byref(result))

@@ -1,0 +1,130 @@
+"""The in-process pipeline (libcofactor-compiler.so) against the subprocess tools: the same
+working libraries, the same stage texts where the tools agree, CompileError with the stage
+that failed, and the fallback switch COFACTOR_PIPELINE."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pennylane as qml
+import pytest
+
+import cofactor
+from cofactor import compiler, native_compiler
+from cofactor.errors import CompileError
+
+TWICE = """
+func.func @twice(%x: f64) -> f64 attributes {llvm.emit_c_interface} {
+  %two = arith.constant 2.0 : f64
+  %y = arith.mulf %x, %two : f64
+  %s = math.sin %y : f64
+  return %s : f64
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def _needs_library():
+    if (reason := native_compiler.unavailable_reason()) is not None:
+        pytest.skip(f"libcofactor-compiler.so not built: {reason}")
+
+
+def _call_twice(lib: compiler.CompiledLibrary, x: float) -> float:
+    handle = ctypes.CDLL(str(lib.so_path))
+    handle.twice.restype = ctypes.c_double
+    handle.twice.argtypes = [ctypes.c_double]
+    return handle.twice(x)
+
+
+def _compile(monkeypatch, pipeline: str, text: str = TWICE) -> compiler.CompiledLibrary:
+    monkeypatch.setenv(compiler.PIPELINE_ENV, pipeline)
+    return compiler.compile_module(text, name="twice", cache=False)
+
+
+def test_both_pipelines_build_libraries_that_agree(monkeypatch):
+    native = _compile(monkeypatch, "inprocess")
+    tools = _compile(monkeypatch, "subprocess")
+    for x in (0.0, 0.3, -1.7):
+        assert _call_twice(native, x) == _call_twice(tools, x) == pytest.approx(np.sin(2 * x))
+    # cofactor-opt and the library run the same passes on the same input
+    assert native.stage("mlir_opt") == tools.stage("mlir_opt")
+    assert "llvm.func @twice" in native.stage("mlir_opt")
+    assert "define double @twice" in native.stage("llvmir_opt")
+
+
+@pytest.mark.parametrize(
+    ("text", "stage", "needle"),
+    [
+        ("func.func @f() { bogus.op }", "cofactor-opt", "bogus.op"),
+        # parses, but does not verify
+        ("func.func @f(%x: f64) -> i32 { return %x : f64 }", "cofactor-opt", "return"),
+    ],
+)
+def test_bad_module_is_a_compile_error_with_its_stage(monkeypatch, text, stage, needle):
+    monkeypatch.setenv(compiler.PIPELINE_ENV, "inprocess")
+    with pytest.raises(CompileError) as info:
+        compiler.compile_module(text, name="bad", cache=False)
+    assert info.value.stage == stage
+    assert needle in (info.value.tool_message or "")
+    assert "module.mlir:" in info.value.tool_message  # located as cofactor-opt locates it
+
+
+def test_unknown_pipeline_choice_is_refused(monkeypatch):
+    monkeypatch.setenv(compiler.PIPELINE_ENV, "turbo")
+    with pytest.raises(CompileError, match="COFACTOR_PIPELINE"):
+        compiler.compile_module(TWICE, name="twice", cache=False)
+
+
+def test_circuit_and_gradient_agree_across_pipelines(monkeypatch):
+    dev = qml.device("default.qubit", wires=2)
+
+    def circuit(x):
+        qml.RX(x[0], wires=0)
+        qml.RY(x[1], wires=1)
+        qml.CNOT(wires=[0, 1])
+        return qml.expval(qml.PauliZ(1))
+
+    x = np.array([0.4, 1.1])
+    want = qml.QNode(circuit, dev)(x)
+    want_grad = qml.grad(qml.QNode(circuit, dev))(qml.numpy.array(x, requires_grad=True))
+    monkeypatch.setenv("COFACTOR_DISABLE_CACHE", "1")
+    for pipeline in ("inprocess", "subprocess"):
+        monkeypatch.setenv(compiler.PIPELINE_ENV, pipeline)
+        f = cofactor.qjit(qml.QNode(circuit, qml.device("lightning.qubit", wires=2)))
+        g = cofactor.qjit(cofactor.grad(qml.QNode(circuit, qml.device("lightning.qubit", wires=2))))
+        assert f(x) == pytest.approx(want, abs=1e-12), pipeline
+        np.testing.assert_allclose(g(x), want_grad, atol=1e-12, err_msg=pipeline)
+        assert "__enzyme_autodiff" in g.llvmir and "define" in g.mlir_opt + g.llvmir
+
+
+def test_keep_intermediate_in_process_writes_every_stage(monkeypatch, tmp_path):
+    monkeypatch.setenv(compiler.PIPELINE_ENV, "inprocess")
+    compiler.compile_module(TWICE, name="twice", cache=False, keep_intermediate=tmp_path)
+    for filename in compiler.STAGE_FILES.values():
+        assert (tmp_path / filename).stat().st_size > 0, filename
+    assert "define double @twice" in (tmp_path / "module.opt.ll").read_text()
+
+
+@pytest.mark.parametrize(
+    ("change", "stage", "needle"),
+    [
+        # no lowering: func.func has no translation to LLVM IR
+        ({"mlir_pipeline": ""}, "mlir-translate", "func.func"),
+        ({"plain_pipeline": "no-such-pass"}, "opt", "no-such-pass"),
+        ({"link_args": ("-l:libcofactor-no-such-library.so",)}, "link", "no-such-library"),
+    ],
+)
+def test_each_later_stage_reports_its_failure(tmp_path, change, stage, needle):
+    request = {
+        "mlir_pipeline": compiler.mlir_pipeline(),
+        "plain_pipeline": compiler.PLAIN_PIPELINE,
+        "enzyme_pipeline": compiler.ENZYME_PIPELINE,
+        "output": tmp_path / "libtwice.so",
+        **change,
+    }
+    with pytest.raises(CompileError) as info:
+        native_compiler.compile_native(TWICE, **request)
+    assert info.value.stage == stage
+    assert needle in (info.value.tool_message or "")
+    assert not (tmp_path / "libtwice.so").exists()
