@@ -4,6 +4,7 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Host.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -16,6 +17,13 @@ void initializeCodeGen() {
   static const bool initialized = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    // As compiler.LLC_FLAGS for llc: SelectionDAG's store merging is quadratic in the
+    // stores of one basic block, and traced programs and their Enzyme reverse passes are
+    // few blocks with thousands of stores (see the comment there for the measurements).
+    auto &options = llvm::cl::getRegisteredOptions();
+    auto merging = options.find("combiner-store-merging");
+    if (merging != options.end())
+      merging->second->addOccurrence(0, "combiner-store-merging", "false");
     return true;
   }();
   (void)initialized;

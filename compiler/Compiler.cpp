@@ -3,7 +3,9 @@
 // One call runs every stage (Stages.h) in order, under one process-wide lock: lld and the
 // plugin loader keep global state, and Enzyme is not known to be thread-safe. A fatal
 // LLVM error (report_fatal_error) inside a compile becomes a failed result instead of
-// ending the process.
+// ending the process, and so does a crash (a signal such as SIGSEGV, caught by LLVM's
+// CrashRecoveryContext, as clang does for its in-process cc1): the subprocess pipeline
+// turned a crashing `opt` into an error, and the in-process one must not do worse.
 //
 //===----------------------------------------------------------------------===//
 #include "cofactor_compiler.h"
@@ -11,6 +13,7 @@
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/CrashRecoveryContext.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -202,10 +205,24 @@ extern "C" int cofactor_compile(const cofactor_compile_request *request,
   compileLock.lock();
   std::jmp_buf jump;
   const char *volatile stage = "cofactor-opt";
-  int status;
+  int status = 1;
   if (setjmp(jump) == 0) {
     fatalJump = &jump;
-    status = compileLocked(*request, result, stage);
+    // The signal handlers are installed only while a compile runs (under the lock); a
+    // signal outside any recovery context is passed on to the previous handler.
+    llvm::CrashRecoveryContext::Enable();
+    llvm::CrashRecoveryContext recovery;
+    bool survived =
+        recovery.RunSafely([&] { status = compileLocked(*request, result, stage); });
+    llvm::CrashRecoveryContext::Disable();
+    if (!survived) {
+      std::string notes = enzymeOutput.stop();
+      cofactor_free_result(result);
+      status = fail(result, stage,
+                    notes + "error: " + stage + " crashed inside the process (signal " +
+                        std::to_string(recovery.RetCode - 128) + ")\n");
+      result->crashed = 1;
+    }
   } else {
     // Jumped out of LLVM: what the stage had allocated is leaked, the lock is not.
     std::string notes = enzymeOutput.stop();
@@ -224,4 +241,4 @@ extern "C" void cofactor_free_result(cofactor_compile_result *result) {
   }
 }
 
-extern "C" int cofactor_compiler_abi_version(void) { return 2; }
+extern "C" int cofactor_compiler_abi_version(void) { return 3; }

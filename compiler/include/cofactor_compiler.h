@@ -44,6 +44,10 @@ typedef struct cofactor_compile_result {
   char *llvmir_opt;
   /* Milliseconds: MLIR passes and translation, printing the stage texts, opt, codegen, link. */
   double ms[5];
+  /* Nonzero when LLVM or Enzyme crashed (a signal such as SIGSEGV inside the compile): the
+   * process survived, but LLVM's global state may be damaged, so the caller should not use
+   * the library again in this process. */
+  int crashed;
 } cofactor_compile_result;
 
 /* Returns 0 on success, nonzero on failure (result->stage says where). */

@@ -123,6 +123,15 @@ def _warn_fallback(reason: str) -> None:
     )
 
 
+def _warn_crash(crash: CompileError) -> None:
+    warnings.warn(
+        f"cofactor's in-process compiler crashed ({crash.stage}); compiling with subprocesses "
+        "from now on in this process. Please report the program that caused it.",
+        RuntimeWarning,
+        stacklevel=4,
+    )
+
+
 def _native(mlir_text: str, output: Path | None, keep_stages: bool) -> native_compiler.NativeResult:
     runtime = toolchain.find("runtime")
     link_args = (f"-L{runtime.parent}", f"-l:{runtime.name}", "-rpath", str(runtime.parent))
@@ -289,8 +298,11 @@ def regenerate_stages(mlir_text: str, last: str) -> dict[str, str]:
     order = ["mlir_opt", "llvmir", "llvmir_opt"]
     wanted = order[: order.index(last) + 1]
     if use_in_process():
-        stages = _native(mlir_text, None, keep_stages=True).stages
-        return {stage: stages[stage] for stage in wanted}
+        try:
+            stages = _native(mlir_text, None, keep_stages=True).stages
+            return {stage: stages[stage] for stage in wanted}
+        except native_compiler.InProcessCrash as crash:
+            _warn_crash(crash)
     with tempfile.TemporaryDirectory(prefix="cofactor-stages-") as tmp:
         _run_text_stages(mlir_text, Path(tmp), last)
         return {stage: (Path(tmp) / STAGE_FILES[stage]).read_text() for stage in wanted}
@@ -341,7 +353,12 @@ def compile_module(
                 (folder / filename).write_text(result.stage(stage))
         return result
     if not link_with and use_in_process():
-        return _compile_in_process(mlir_text, name, key, folder)
+        try:
+            return _compile_in_process(mlir_text, name, key, folder)
+        except native_compiler.InProcessCrash as crash:
+            # The subprocess tools either succeed or turn the crash into a CompileError of
+            # their own; later compiles of this process use them too (use_in_process).
+            _warn_crash(crash)
     timings: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix=f"cofactor-{name}-") as tmp:
         _stage_timings.current = timings

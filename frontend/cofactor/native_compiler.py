@@ -23,7 +23,7 @@ from pathlib import Path
 from cofactor import enzyme_plugin, toolchain
 from cofactor.errors import CompileError, ToolchainNotFoundError
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 #: The stages the library times, in order (cofactor_compile_result.ms): "lower" is the MLIR
 #: passes and the translation, "stage_texts" the printing of the texts when asked for.
 TIMED_STAGES = ("lower", "stage_texts", "opt", "codegen", "link")
@@ -53,7 +53,17 @@ class _Result(ctypes.Structure):
         ("llvmir", ctypes.c_void_p),
         ("llvmir_opt", ctypes.c_void_p),
         ("ms", ctypes.c_double * len(TIMED_STAGES)),
+        ("crashed", ctypes.c_int),
     ]
+
+
+class InProcessCrash(CompileError):
+    """LLVM or Enzyme crashed inside this process (the library caught the signal). The
+    library is not used again in this process: its global state may be damaged."""
+
+
+#: Why the library must not be used any more in this process (after a crash), else None.
+_crashed: str | None = None
 
 
 @dataclass
@@ -143,6 +153,8 @@ os.register_at_fork(
 
 def unavailable_reason() -> str | None:
     """None when the in-process library can be used, else why not (for the fallback)."""
+    if _crashed is not None:
+        return f"the in-process compiler crashed earlier in this process ({_crashed})"
     try:
         _library()
     except (ToolchainNotFoundError, OSError) as err:
@@ -241,6 +253,14 @@ def compile_native(
             if opener.error is not None:
                 raise opener.error
             stage = _text(result.stage) or "compile"
+            if result.crashed:
+                global _crashed
+                _crashed = f"{stage} crashed"
+                raise InProcessCrash(
+                    f"{stage} crashed (in process)",
+                    stage=stage,
+                    tool_message=_text(result.message),
+                )
             raise CompileError(
                 f"{stage} failed (in process)", stage=stage, tool_message=_text(result.message)
             )
