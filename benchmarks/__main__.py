@@ -2,7 +2,7 @@
 
     python -m benchmarks [--quick] [--only SECTION[,SECTION...]] [--threads N]
 
-Sections: compile, percall, sel, loop, gates (see benchmarks/README.md). Prints a table,
+Sections: compile, percall, sel, loop, gates, fusion (see benchmarks/README.md). Prints a table,
 writes benchmarks/results/latest.json and benchmarks/results/latest.png. Run it with the
 cofactor venv's interpreter; the peers run in <repo>/.venv-peers, created on demand.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 from benchmarks import env, report
 from benchmarks.programs import SEL_LAYERS, SYSTEM_LABELS, SYSTEM_VENV, SYSTEMS
 
-SECTIONS = ("compile", "percall", "sel", "loop", "gates")
+SECTIONS = ("compile", "percall", "sel", "loop", "gates", "fusion")
 RESULTS = Path(__file__).resolve().parent / "results"
 
 # Sizes and repetitions. Every measurement process also has a timeout; a timeout is
@@ -37,6 +37,8 @@ CONFIG = {
         "gate_n": [22],
         "gate_rounds": 3,
         "adjoint_n": 20,
+        "fusion_sel_n": 16,
+        "fusion_qubits": [2, 3, 4],
         "timeout_s": 300,
     },
     "full": {
@@ -51,6 +53,8 @@ CONFIG = {
         "gate_n": [20, 22, 24],
         "gate_rounds": 5,
         "adjoint_n": 20,
+        "fusion_sel_n": 20,
+        "fusion_qubits": [2, 3, 4, 5],
         "timeout_s": 1500,
     },
 }
@@ -247,6 +251,33 @@ class Runner:
                 "gates": gates,
             }
         return {"sizes": sizes, "adjoint": r.get("adjoint")}
+
+    def fusion(self) -> dict:
+        """Gate fusion's effect (runtime/src/GateFusion.hpp): SEL forward (and gradient) at
+        one n and the long 16-wire circuit, cofactor with fusion off and at each width k,
+        against Catalyst; the variants differ only in COFACTOR_FUSION* of the worker."""
+        timing = self._timing(self.cfg["sel_batches"], self.cfg["sel_max_total_s"])
+        n = self.cfg["fusion_sel_n"]
+        variants = {"off": {"COFACTOR_FUSION": "0"}}
+        for k in self.cfg["fusion_qubits"]:
+            variants[f"k={k}"] = {"COFACTOR_FUSION": "1", "COFACTOR_FUSION_QUBITS": str(k)}
+        variants["default"] = {"COFACTOR_FUSION": "1"}
+        out: dict = {"sel_n": n, "sel": {}, "sel_gradient": {}, "long": {}}
+        runs = [("cofactor", name, knobs) for name, knobs in variants.items()]
+        runs += [(s, s, {}) for s in self.systems(("catalyst",))]
+        for system, name, knobs in runs:
+            if system != "cofactor" or "cofactor" in self.args.systems:
+                with_grad = name in ("off", "default", "catalyst")
+                parts = ["forward", "gradient"] if with_grad else ["forward"]
+                r = self.run(
+                    system, {"task": "sel", "n": n, "parts": parts, "env": knobs, **timing}
+                )
+                out["sel"][name] = _summ(r.get("forward", r))
+                if "gradient" in parts:
+                    out["sel_gradient"][name] = _summ(r.get("gradient", r))
+                r = self.run(system, {"task": "long", "env": knobs, **timing})
+                out["long"][name] = _summ(r.get("forward", r))
+        return out
 
 
 def _summ(r: dict) -> dict:

@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "GateFusion.hpp"
 #include "QuantumDevice.hpp"
 #include "StateVector.hpp"
 
@@ -45,7 +46,9 @@ class StateVectorDevice final : public QuantumDevice {
     void reset(int64_t shots, int64_t seed) override;
     void resetState() override;
 
-    void apply(const Operation &op) override { applyOperation(sv_.data(), n_, op, false); }
+    // gates are queued for fusion (GateFusion.hpp); every other method reads or replaces the
+    // state, so it first flushes (or discards) the queue
+    void apply(const Operation &op) override { fuser_.add(sv_.data(), n_, op); }
     int measure(int64_t wire, bool reset, int64_t postselect) override;
 
     double expval(const Observable &obs) override;
@@ -60,6 +63,7 @@ class StateVectorDevice final : public QuantumDevice {
                          const std::vector<const Observable *> &obs, double *jac) override;
 
   private:
+    void flush() { fuser_.flush(sv_.data(), n_); }
     double uniform() { return double(rng_() >> 11) * 0x1.0p-53; }
     // CF_ERR_NOT_FINITE: `what` cannot sample a state with NaN/inf amplitudes
     [[noreturn]] static void notFinite(const char *what);
@@ -73,6 +77,7 @@ class StateVectorDevice final : public QuantumDevice {
     StateBuffer sv_;
     std::mt19937_64 rng_;
     bool entropySeeded_ = false; // the stream came from std::random_device, not a seed
+    GateFuser fuser_;
 };
 
 } // namespace cf
