@@ -129,7 +129,8 @@ void GateFuser::configure(int n) {
     discard();
     const bool on = envInt("COFACTOR_FUSION", 1) != 0;
     const int minQubits = envInt("COFACTOR_FUSION_MIN_QUBITS", kDefaultFusionMinQubits);
-    const int k = std::clamp(envInt("COFACTOR_FUSION_QUBITS", kDefaultFusionQubits), 1, kMaxFusionQubits);
+    const int fallback = n >= kWideFusionMinQubits ? 3 : 2;
+    const int k = std::clamp(envInt("COFACTOR_FUSION_QUBITS", fallback), 1, kMaxFusionQubits);
     maxQubits_ = on && n >= minQubits ? k : 0;
 }
 

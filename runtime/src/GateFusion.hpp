@@ -18,9 +18,15 @@
 // and mid-circuit measurements see exactly the operations that were called.
 //
 // COFACTOR_FUSION=0 switches fusion off (for debugging and for the fused/unfused tests);
-// COFACTOR_FUSION_QUBITS sets maxQubits (1..6, default kDefaultFusionQubits);
-// COFACTOR_FUSION_MIN_QUBITS: registers smaller than this are not fused (default 10), as
-// there a gate costs less than the bookkeeping. They are read at every device reset.
+// COFACTOR_FUSION_QUBITS sets maxQubits (1..6); COFACTOR_FUSION_MIN_QUBITS: registers
+// smaller than this are not fused. They are read at every device reset.
+//
+// The defaults are measured (one thread, CPU time, Xeon with AVX-512; benchmark section 6):
+// SEL forward, 4 layers, unfused / k=2 / k=3: n=14 0.74 / 1.05 / 0.88 ms, n=16 4.5 / 4.4 /
+// 5.2 ms, n=18 31 / 23 / 23 ms, n=20 186 / 145 / 124 ms (k=4: 188, k=5: 129); the long
+// 16-wire circuit 46 / 23 / 36 ms. While the state sits in L1/L2 a gate is compute-bound,
+// so a fused matrix (more flops than a CNOT's swap) and the bookkeeping do not pay; from
+// 2^16 amplitudes on, k = 2 does; beyond L2, where passes are bandwidth-bound, k = 3.
 #pragma once
 
 #include <cstdint>
@@ -31,9 +37,9 @@
 
 namespace cf {
 
-constexpr int kDefaultFusionQubits = 3;
 constexpr int kMaxFusionQubits = 6;
-constexpr int kDefaultFusionMinQubits = 10;
+constexpr int kDefaultFusionMinQubits = 16;
+constexpr int kWideFusionMinQubits = 19; // from here the default width is 3, below it 2
 constexpr size_t kMaxPending = 4096; // queued operations before everything is applied
 
 // sv = M sv for a dense 2^k x 2^k row-major M on `wires` (3 <= k <= kMaxFusionQubits), one
