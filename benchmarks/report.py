@@ -402,6 +402,18 @@ def goals(res: dict) -> list[dict]:
                 f"gate's fastest run instead: geometric mean {_gmean(best):.2f}x (the bound is "
                 "the best bandwidth seen, the machine is shared)",
             )
+    fu = res.get("fusion", {})
+    for key, label in (("sel", f"SEL forward n={fu.get('sel_n')}"), ("long", "long 16-wire")):
+        per = fu.get(key, {})
+        if per:
+            r = ratio(per.get("default"), per.get("catalyst"))
+            add(
+                f"{label}, fused, one thread: <= 0.5x Catalyst",
+                f"cofactor (default fusion)/Catalyst = {fmt_ratio(r)}",
+                r,
+                0.5,
+                _why(per.get("default"), per.get("catalyst"), "cofactor", "catalyst"),
+            )
     return out
 
 
