@@ -2,9 +2,10 @@
 
     python -m benchmarks [--quick] [--only SECTION[,SECTION...]] [--threads N]
 
-Sections: compile, percall, sel, loop, gates, contention, scale (see benchmarks/README.md).
-Prints a table, writes benchmarks/results/latest.json and benchmarks/results/latest.png.
-Run it with the cofactor venv's interpreter; the peers run in <repo>/.venv-peers, created on demand.
+Sections: compile, percall, sel, loop, gates, contention, scale, fusion (see
+benchmarks/README.md). Prints a table, writes benchmarks/results/latest.json and
+benchmarks/results/latest.png. Run it with the cofactor venv's interpreter; the peers run in
+<repo>/.venv-peers, created on demand.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from benchmarks import contention, env, report, scale
 from benchmarks.programs import SEL_LAYERS, SYSTEM_LABELS, SYSTEM_VENV, SYSTEMS
 
-SECTIONS = ("compile", "percall", "sel", "loop", "gates", "contention", "scale")
+SECTIONS = ("compile", "percall", "sel", "loop", "gates", "contention", "scale", "fusion")
 RESULTS = Path(__file__).resolve().parent / "results"
 
 # Sizes and repetitions. Every measurement process also has a timeout; a timeout is
@@ -42,6 +43,8 @@ CONFIG = {
         "contention_max_total_s": 6.0,
         "scale_sizes": scale.SIZES["quick"],
         "scale_cap_s": 60.0,
+        "fusion_sel_n": 16,
+        "fusion_qubits": [2, 3, 4],
         "timeout_s": 300,
     },
     "full": {
@@ -61,6 +64,8 @@ CONFIG = {
         "contention_max_total_s": 30.0,
         "scale_sizes": scale.SIZES["full"],
         "scale_cap_s": 600.0,
+        "fusion_sel_n": 20,
+        "fusion_qubits": [2, 3, 4, 5],
         "timeout_s": 1500,
     },
 }
@@ -294,6 +299,33 @@ class Runner:
 
     def contention(self) -> dict:
         return contention.run_section(self)
+
+    def fusion(self) -> dict:
+        """Gate fusion's effect (runtime/src/GateFusion.hpp): SEL forward (and gradient) at
+        one n and the long 16-wire circuit, cofactor with fusion off and at each width k,
+        against Catalyst; the variants differ only in COFACTOR_FUSION* of the worker."""
+        timing = self._timing(self.cfg["sel_batches"], self.cfg["sel_max_total_s"])
+        n = self.cfg["fusion_sel_n"]
+        variants = {"off": {"COFACTOR_FUSION": "0"}}
+        for k in self.cfg["fusion_qubits"]:
+            variants[f"k={k}"] = {"COFACTOR_FUSION": "1", "COFACTOR_FUSION_QUBITS": str(k)}
+        variants["default"] = {"COFACTOR_FUSION": "1"}
+        out: dict = {"sel_n": n, "sel": {}, "sel_gradient": {}, "long": {}}
+        runs = [("cofactor", name, knobs) for name, knobs in variants.items()]
+        runs += [(s, s, {}) for s in self.systems(("catalyst",))]
+        for system, name, knobs in runs:
+            if system != "cofactor" or "cofactor" in self.args.systems:
+                with_grad = name in ("off", "default", "catalyst")
+                parts = ["forward", "gradient"] if with_grad else ["forward"]
+                r = self.run(
+                    system, {"task": "sel", "n": n, "parts": parts, "env": knobs, **timing}
+                )
+                out["sel"][name] = _summ(r.get("forward", r))
+                if "gradient" in parts:
+                    out["sel_gradient"][name] = _summ(r.get("gradient", r))
+                r = self.run(system, {"task": "long", "env": knobs, **timing})
+                out["long"][name] = _summ(r.get("forward", r))
+        return out
 
 
 def _summ(r: dict) -> dict:

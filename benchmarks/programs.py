@@ -228,3 +228,33 @@ def sel_circuit(b: Backend, n: int, layers: int = SEL_LAYERS) -> Callable:
 
 def sel_weights(n: int, layers: int = SEL_LAYERS) -> np.ndarray:
     return np.random.default_rng(1).uniform(0, 2 * np.pi, size=(layers, n, 3))
+
+
+# -- fusion section: a long 16-wire circuit (the shape of issue 14's 2,050-gate circuit) ----
+
+LONG_WIRES = 16
+LONG_ROUNDS = 32  # 63 gates a round: 2,016 gates
+
+
+def long_circuit(b: Backend, n: int = LONG_WIRES, rounds: int = LONG_ROUNDS) -> Callable:
+    """`rounds` rounds of H and T on every wire, a CNOT chain and RZ(x[w] (r + 1)); <Z0>."""
+    import pennylane as qml
+
+    @qml.qnode(b.device(n), **b.qnode_kwargs)
+    def circuit(x):
+        for r in range(rounds):
+            for w in range(n):
+                qml.Hadamard(wires=w)
+            for w in range(n):
+                qml.T(wires=w)
+            for w in range(n - 1):
+                qml.CNOT(wires=[w, w + 1])
+            for w in range(n):
+                qml.RZ(x[w] * (r + 1), wires=w)
+        return qml.expval(qml.PauliZ(0))
+
+    return circuit
+
+
+def long_args(n: int = LONG_WIRES) -> np.ndarray:
+    return np.linspace(0.1, 1.6, n)

@@ -183,7 +183,53 @@ def build_tables(res: dict) -> list[Table]:
         tables.append(gates_table(res["gates"], res["meta"]["machine"].get("l3_bytes")))
     if "scale" in res:
         tables.append(scale.table(res["scale"], Table, stats))
+    if "fusion" in res:
+        tables.append(fusion_table(res["fusion"]))
     return tables
+
+
+class _Rendered:
+    def __init__(self, text: str):
+        self.text = text
+
+    def render(self) -> str:
+        return self.text
+
+
+def fusion_table(f: dict) -> _Rendered:
+    """Section 6: cofactor with fusion off / at each width / default, against Catalyst."""
+    rows = []
+    programs = (
+        (f"SEL forward, n={f.get('sel_n')}", f.get("sel", {})),
+        (f"SEL gradient, n={f.get('sel_n')}", f.get("sel_gradient", {})),
+        ("long 16-wire circuit (2,016 gates)", f.get("long", {})),
+    )
+    for label, per in programs:
+        cat, off = per.get("catalyst"), per.get("off")
+        for name, entry in per.items():
+            rows.append(
+                [
+                    f"{label}, {name}",
+                    fmt_entry(entry),
+                    fmt_ratio(ratio(entry, off)),
+                    fmt_ratio(ratio(entry, cat)),
+                ]
+            )
+    notes = [
+        "variants: cofactor with COFACTOR_FUSION=0 (off), COFACTOR_FUSION_QUBITS=k, and the "
+        "runtime's default; ratios of medians to the unfused run and to Catalyst "
+        "(goals: SEL forward n=20 and the long circuit <= 0.5x Catalyst with fusion)"
+    ]
+    grad, fwd = f.get("sel_gradient", {}), f.get("sel", {})
+    cells = [
+        f"{name} {fmt_ratio(ratio(grad[name], fwd.get(name)))}"
+        for name in grad
+        if ratio(grad[name], fwd.get(name)) is not None
+    ]
+    if cells:
+        notes.append("SEL gradient / own forward (goal <= 4x): " + ", ".join(cells))
+    header = ["", "time", "/off", "/Catalyst"]
+    return _Rendered(render_rows("6. gate fusion (one thread)", header, rows, notes))
 
 
 def _gradient_over_forward(sel: dict) -> str:
@@ -365,6 +411,18 @@ def goals(res: dict) -> list[dict]:
         out += contention.goals(res["contention"])
     if "scale" in res:
         scale.goals(res["scale"], add, ratio, stats)
+    fu = res.get("fusion", {})
+    for key, label in (("sel", f"SEL forward n={fu.get('sel_n')}"), ("long", "long 16-wire")):
+        per = fu.get(key, {})
+        if per:
+            r = ratio(per.get("default"), per.get("catalyst"))
+            add(
+                f"{label}, fused, one thread: <= 0.5x Catalyst",
+                f"cofactor (default fusion)/Catalyst = {fmt_ratio(r)}",
+                r,
+                0.5,
+                _why(per.get("default"), per.get("catalyst"), "cofactor", "catalyst"),
+            )
     return out
 
 

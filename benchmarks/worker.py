@@ -15,6 +15,7 @@ Time definitions (every figure is a list of samples; the orchestrator takes medi
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import traceback
@@ -222,16 +223,27 @@ def task_loop(spec: dict) -> dict:
     }
 
 
+def task_long(spec: dict) -> dict:
+    """Fusion section: the long 16-wire circuit (programs.long_circuit), forward."""
+    b = programs.make_backend(spec["system"])
+    x = b.arg(programs.long_args())
+    return {"forward": _measure(b, lambda: (b.compile(programs.long_circuit(b)), x), spec)}
+
+
 TASKS = {
     "compile": task_compile,
     "percall": task_percall,
     "sel": task_sel,
     "loop": task_loop,
+    "long": task_long,
 }
 
 
 def main() -> None:
     spec = json.loads(sys.argv[1])
+    # runtime knobs of one measurement (the fusion section's COFACTOR_FUSION...): the
+    # runtime reads them when a device is acquired, after this
+    os.environ.update({str(k): str(v) for k, v in spec.get("env", {}).items()})
     try:
         if spec["task"] == "gates":
             from benchmarks import gates

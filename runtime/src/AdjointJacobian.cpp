@@ -28,6 +28,7 @@ namespace cf {
 
 void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int64_t numParams,
                                         const std::vector<const Observable *> &obs, double *jac) {
+    flush(); // the final state, with every queued gate applied
     for (const auto &op : tape)
         if (op.kind == Operation::Kind::Measure)
             fail(CF_ERR_NOT_SUPPORTED, "adjoint Jacobian: the tape contains a mid-circuit "

@@ -6,6 +6,7 @@
 // namespace, so the copies cannot be merged by the linker (standard-library templates stay
 // baseline: their definitions are outside the pragma regions).
 #include "StateVector.hpp"
+#include "GateFusion.hpp"
 
 #include <algorithm>
 #include <array>
@@ -24,6 +25,7 @@ namespace cf {
 namespace isa_base {
 #include "StateVectorKernels.inc"
 #include "AdjointKernels.inc"
+#include "FusedKernels.inc"
 } // namespace isa_base
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -35,6 +37,7 @@ namespace isa_base {
 namespace isa_avx2 {
 #include "StateVectorKernels.inc"
 #include "AdjointKernels.inc"
+#include "FusedKernels.inc"
 } // namespace isa_avx2
 #pragma GCC pop_options
 #pragma GCC push_options
@@ -44,6 +47,7 @@ namespace isa_avx2 {
 namespace isa_avx512 {
 #include "StateVectorKernels.inc"
 #include "AdjointKernels.inc"
+#include "FusedKernels.inc"
 } // namespace isa_avx512
 #pragma GCC pop_options
 #endif
@@ -109,6 +113,9 @@ void applyPauliWord(const cplx *in, cplx *out, uint64_t size, uint64_t xmask, ui
 }
 void marginalProbs(const cplx *sv, int n, const int64_t *wires, int k, double *out) {
     CF_DISPATCH(marginalProbs(sv, n, wires, k, out));
+}
+void applyFusedDense(cplx *sv, int n, const cplx *M, const int64_t *wires, int k) {
+    CF_DISPATCH(fused::applyDense(sv, n, M, wires, k));
 }
 bool adjointStep(cplx *phi, cplx *lambda, int n, const GateMatrix &uInv, const GateMatrix *dU, int numDerivs,
                  const int64_t *targets, const Controls &ctrls, bool updatePhi, bool updateLambda, cplx *elements) {

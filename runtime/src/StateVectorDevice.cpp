@@ -159,6 +159,7 @@ StateVectorDevice::StateVectorDevice(int numQubits, int64_t shots, int64_t seed)
 }
 
 void StateVectorDevice::reset(int64_t shots, int64_t seed) {
+    fuser_.configure(n_);
     shots_ = shots;
     if (seed == kContinueSeed) {
         // one shot of a one-shot loop: the random stream runs on from the previous acquire
@@ -180,15 +181,18 @@ void StateVectorDevice::reset(int64_t shots, int64_t seed) {
 }
 
 void StateVectorDevice::resetState() {
+    fuser_.discard();
     fillZero(sv_.data(), sv_.size());
     sv_[0] = 1;
 }
 
 void StateVectorDevice::state(double *out) {
+    flush();
     copyState(reinterpret_cast<cplx *>(out), sv_.data(), sv_.size());
 }
 
 void StateVectorDevice::setState(const double *amplitudes) {
+    fuser_.discard(); // the gates before set_state act on a state that is replaced
     const cplx *in = reinterpret_cast<const cplx *>(amplitudes);
     const double norm = norm2(in, sv_.size());
     if (!(std::abs(norm - 1.0) <= 1e-8))
@@ -199,6 +203,7 @@ void StateVectorDevice::setState(const double *amplitudes) {
 static bool finiteDistribution(const std::vector<double> &probs);
 
 void StateVectorDevice::probs(const int64_t *wires, int k, double *out) {
+    flush();
     marginalProbs(sv_.data(), n_, wires, k, out);
     if (shots_ <= 0) return;
     // With shots, probabilities are estimated from samples, as expectation values are (and as
@@ -212,6 +217,7 @@ void StateVectorDevice::probs(const int64_t *wires, int k, double *out) {
 }
 
 int StateVectorDevice::measure(int64_t wire, bool reset, int64_t postselect) {
+    flush();
     double p[2];
     marginalProbs(sv_.data(), n_, &wire, 1, p);
     const double total = p[0] + p[1];
@@ -290,6 +296,7 @@ std::vector<uint32_t> StateVectorDevice::drawOutcomes(const std::vector<double> 
 }
 
 void StateVectorDevice::sample(const int64_t *wires, int k, int64_t *out) {
+    flush();
     std::vector<double> p(size_t(1) << k);
     marginalProbs(sv_.data(), n_, wires, k, p.data());
     if (!finiteDistribution(p)) notFinite("sample");
@@ -299,6 +306,7 @@ void StateVectorDevice::sample(const int64_t *wires, int k, int64_t *out) {
 }
 
 void StateVectorDevice::counts(const int64_t *wires, int k, int64_t *out) {
+    flush();
     std::vector<double> p(size_t(1) << k);
     marginalProbs(sv_.data(), n_, wires, k, p.data());
     if (!finiteDistribution(p)) notFinite("counts");
@@ -374,6 +382,7 @@ void StateVectorDevice::sampleTerm(const ObsTerm &t, double &mean, double *var) 
 }
 
 double StateVectorDevice::expval(const Observable &obs) {
+    flush();
     if (shots_ == 0) return expvalAnalytic(obs, sv_.data(), n_);
     // Finite shots: like PennyLane without grouping, each term is estimated from its own
     // `shots` samples.
@@ -387,6 +396,7 @@ double StateVectorDevice::expval(const Observable &obs) {
 }
 
 double StateVectorDevice::var(const Observable &obs) {
+    flush();
     // Finite shots: the sample variance of a single term. A sum of several terms would need
     // their joint distribution (they need not commute), so that stays analytic.
     if (shots_ > 0 && obs.terms.size() == 1) {

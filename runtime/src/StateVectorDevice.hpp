@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "GateFusion.hpp"
 #include "QuantumDevice.hpp"
 #include "StateVector.hpp"
 
@@ -45,7 +46,9 @@ class StateVectorDevice final : public QuantumDevice {
     void reset(int64_t shots, int64_t seed) override;
     void resetState() override;
 
-    void apply(const Operation &op) override { applyOperation(sv_.data(), n_, op, false); }
+    // gates are queued for fusion (GateFusion.hpp); every other method reads or replaces the
+    // state, so it first flushes (or discards) the queue
+    void apply(const Operation &op) override { fuser_.add(sv_.data(), n_, op); }
     int measure(int64_t wire, bool reset, int64_t postselect) override;
 
     double expval(const Observable &obs) override;
@@ -60,9 +63,12 @@ class StateVectorDevice final : public QuantumDevice {
                          const std::vector<const Observable *> &obs, double *jac) override;
 
     // For the distributed device (mpi/DistributedDevice), which keeps its shard in a
-    // StateVectorDevice and draws from its random stream: the amplitudes (operations applied
-    // through apply() have taken effect), a uniform in [0, 1), and the sampler.
-    cplx *data() { return sv_.data(); }
+    // StateVectorDevice and draws from its random stream: the amplitudes (with the queued
+    // gates applied first), a uniform in [0, 1), and the sampler.
+    cplx *data() {
+        flush();
+        return sv_.data();
+    }
     double uniform() { return double(rng_() >> 11) * 0x1.0p-53; }
     // `shots` outcome indices (over 2^k outcomes) drawn from probs by the alias method.
     std::vector<uint32_t> drawOutcomes(const std::vector<double> &probs, int64_t shots);
@@ -70,6 +76,7 @@ class StateVectorDevice final : public QuantumDevice {
     [[noreturn]] static void notFinite(const char *what);
 
   private:
+    void flush() { fuser_.flush(sv_.data(), n_); }
     // finite-shot estimate of one term's expectation (and of its variance when var != null)
     void sampleTerm(const ObsTerm &t, double &mean, double *var);
 
@@ -78,6 +85,7 @@ class StateVectorDevice final : public QuantumDevice {
     StateBuffer sv_;
     std::mt19937_64 rng_;
     bool entropySeeded_ = false; // the stream came from std::random_device, not a seed
+    GateFuser fuser_;
 };
 
 } // namespace cf

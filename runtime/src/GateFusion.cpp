@@ -1,0 +1,260 @@
+// Gate fusion (see GateFusion.hpp): pending blocks on disjoint wires, their matrices built
+// when a block is applied.
+#include "GateFusion.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "Error.hpp"
+#include "StateVectorDevice.hpp"
+
+namespace cf {
+
+namespace {
+
+int envInt(const char *name, int fallback) {
+    const char *v = std::getenv(name);
+    return v && *v ? std::atoi(v) : fallback;
+}
+
+// Operations with a matrix of their own: table gates (but GlobalPhase, whose "wires" are
+// only its controls) and unitaries. PauliRot keeps its basis-change kernel.
+bool fusable(const Operation &op) {
+    if (op.kind == Operation::Kind::Unitary) return true;
+    return op.kind == Operation::Kind::Gate && canonicalGate(op.gateId).base != CF_GATE_GlobalPhase;
+}
+
+// The wires of op as its local matrix orders them: targets, then controls (built-in first).
+int localWires(const Operation &op, int64_t *out) {
+    int k = 0;
+    const int builtin = op.kind == Operation::Kind::Gate ? canonicalGate(op.gateId).builtinCtrls : 0;
+    for (size_t i = size_t(builtin); i < op.wires.size(); ++i) out[k++] = op.wires[i];
+    const Controls c = operationControls(op);
+    for (int i = 0; i < c.size; ++i) out[k++] = c.wire[i];
+    return k;
+}
+
+// The dense 2^k x 2^k matrix of a GateMatrix on its k targets.
+std::vector<cplx> denseOf(const GateMatrix &g) {
+    const size_t dim = size_t(1) << g.k;
+    std::vector<cplx> m(dim * dim, cplx(0));
+    switch (g.shape) {
+    case Shape::Identity:
+        for (size_t j = 0; j < dim; ++j) m[j * dim + j] = 1;
+        break;
+    case Shape::PermX: m[1] = m[2] = 1; break;
+    case Shape::Swap: m[0] = m[6] = m[9] = m[15] = 1; break;
+    case Shape::Diagonal:
+        for (size_t j = 0; j < dim; ++j) m[j * dim + j] = g.data[j];
+        break;
+    case Shape::Parity:
+        for (size_t j = 0; j < dim; ++j) m[j * dim + j] = g.data[__builtin_popcountll(j) & 1];
+        break;
+    case Shape::Dense: m = g.data; break;
+    }
+    return m;
+}
+
+// The matrix of op on localWires(op): U on the subspace where the controls hold, identity
+// elsewhere. Controls are the low bits (they come last).
+std::vector<cplx> localMatrix(const Operation &op, int numLocal) {
+    GateMatrix g;
+    if (op.kind == Operation::Kind::Gate) {
+        const Canonical c = canonicalGate(op.gateId);
+        const int k = int(op.wires.size()) - c.builtinCtrls;
+        static const double kNoParams[1] = {0};
+        g = baseGateMatrix(c.base, op.params.empty() ? kNoParams : op.params.data(), k, op.adjoint);
+    } else {
+        g.shape = Shape::Dense;
+        g.k = int(op.wires.size());
+        g.data = op.matrix;
+        if (op.adjoint) daggerInPlace(g);
+    }
+    const std::vector<cplx> u = denseOf(g);
+    const int nc = numLocal - g.k;
+    if (nc == 0) return u;
+    const Controls ctrls = operationControls(op);
+    size_t pattern = 0;
+    for (int i = 0; i < nc; ++i)
+        if (ctrls.value[i]) pattern |= size_t(1) << (nc - 1 - i);
+    const size_t dim = size_t(1) << numLocal, tdim = size_t(1) << g.k;
+    std::vector<cplx> m(dim * dim, cplx(0));
+    for (size_t j = 0; j < dim; ++j)
+        if ((j & ((size_t(1) << nc) - 1)) != pattern) m[j * dim + j] = 1;
+    for (size_t r = 0; r < tdim; ++r)
+        for (size_t c = 0; c < tdim; ++c) m[((r << nc) | pattern) * dim + ((c << nc) | pattern)] = u[r * tdim + c];
+    return m;
+}
+
+// M <- F M, with M on the q wires `wires` and F on the l wires `local` (a subset of them).
+void leftMultiply(std::vector<cplx> &M, const int64_t *wires, int q, const std::vector<cplx> &F,
+                  const int64_t *local, int l) {
+    const size_t D = size_t(1) << q, L = size_t(1) << l;
+    // scatter[j]: the block index bits of local basis state j
+    std::vector<size_t> scatter(L, 0);
+    size_t localMask = 0;
+    for (int i = 0; i < l; ++i) {
+        const int pos = int(std::find(wires, wires + q, local[i]) - wires);
+        const size_t bit = size_t(1) << (q - 1 - pos);
+        localMask |= bit;
+        for (size_t j = 0; j < L; ++j)
+            if ((j >> (l - 1 - i)) & 1) scatter[j] |= bit;
+    }
+    std::vector<size_t> gatherIdx(D);
+    for (size_t j = 0; j < L; ++j) gatherIdx[scatter[j]] = j; // only entries with rest = 0 used
+    std::vector<cplx> out(D * D);
+    for (size_t r = 0; r < D; ++r) {
+        const size_t rest = r & ~localMask, rl = gatherIdx[r & localMask];
+        const cplx *frow = F.data() + rl * L;
+        for (size_t c = 0; c < D; ++c) {
+            cplx acc = 0;
+            for (size_t j = 0; j < L; ++j)
+                if (frow[j] != cplx(0)) acc += frow[j] * M[(rest | scatter[j]) * D + c];
+            out[r * D + c] = acc;
+        }
+    }
+    M.swap(out);
+}
+
+bool overlaps(const std::vector<int64_t> &a, const int64_t *w, int k) {
+    for (int64_t x : a)
+        for (int i = 0; i < k; ++i)
+            if (x == w[i]) return true;
+    return false;
+}
+
+} // namespace
+
+void GateFuser::configure(int n) {
+    discard();
+    const bool on = envInt("COFACTOR_FUSION", 1) != 0;
+    const int minQubits = envInt("COFACTOR_FUSION_MIN_QUBITS", kDefaultFusionMinQubits);
+    const int fallback = n >= kWideFusionMinQubits ? 3 : 2;
+    const int k = std::clamp(envInt("COFACTOR_FUSION_QUBITS", fallback), 1, kMaxFusionQubits);
+    maxQubits_ = on && n >= minQubits ? k : 0;
+}
+
+void GateFuser::discard() {
+    blocks_.clear();
+    used_ = 0;
+}
+
+void GateFuser::flushAll(cplx *sv, int n) {
+    // Each block is removed before it is applied, so an exception (an interrupt) cannot
+    // leave a block that would be applied twice.
+    std::vector<Block> blocks;
+    blocks.swap(blocks_);
+    for (const Block &b : blocks) applyBlock(sv, n, b);
+    used_ = 0;
+}
+
+void GateFuser::applyBlock(cplx *sv, int n, const Block &b) {
+    if (b.ops.size() == 1) return applyOperation(sv, n, pool_[b.ops[0]], false);
+    const int q = int(b.wires.size());
+    const size_t D = size_t(1) << q;
+    std::vector<cplx> M(D * D, cplx(0));
+    for (size_t j = 0; j < D; ++j) M[j * D + j] = 1;
+    int64_t local[kMaxQubits];
+    for (uint32_t i : b.ops) {
+        const Operation &op = pool_[i];
+        const int l = localWires(op, local);
+        leftMultiply(M, b.wires.data(), q, localMatrix(op, l), local, l);
+    }
+    // Classify: a diagonal block takes the diagonal kernel (it only scales), a permutation
+    // (one nonzero per row: CNOT/X/SWAP chains with phases) the sparse gather of denseK,
+    // blocks of 1-2 wires the chunked kernels; the rest the fused dense kernel.
+    bool diagonal = true, permutation = true;
+    for (size_t r = 0; r < D; ++r) {
+        int nonzeros = 0;
+        for (size_t c = 0; c < D; ++c)
+            if (M[r * D + c] != cplx(0)) {
+                ++nonzeros;
+                if (c != r) diagonal = false;
+            }
+        if (nonzeros != 1) permutation = false;
+    }
+    const Controls none;
+    GateMatrix g;
+    g.k = q;
+    if (diagonal) {
+        g.shape = Shape::Diagonal;
+        g.data.resize(D);
+        for (size_t j = 0; j < D; ++j) g.data[j] = M[j * D + j];
+        return applyGateMatrix(sv, n, g, b.wires.data(), none);
+    }
+    if (q <= 2 || permutation) {
+        g.shape = Shape::Dense;
+        g.data = std::move(M);
+        return applyGateMatrix(sv, n, g, b.wires.data(), none);
+    }
+    applyFusedDense(sv, n, M.data(), b.wires.data(), q);
+}
+
+void GateFuser::add(cplx *sv, int n, const Operation &op) {
+    if (!enabled()) return applyOperation(sv, n, op, false);
+    // bounds the pool of queued operations on long circuits that never read the state
+    if (used_ >= kMaxPending) flushAll(sv, n);
+    int64_t w[kMaxQubits];
+    const int nw = localWires(op, w);
+    const bool fuse = fusable(op) && nw >= 1 && nw <= maxQubits_;
+
+    // the pending blocks op overlaps; apply the largest ones until op fits beside the rest
+    std::vector<size_t> hit;
+    for (size_t i = 0; i < blocks_.size(); ++i)
+        if (overlaps(blocks_[i].wires, w, nw)) hit.push_back(i);
+    auto unionSize = [&] {
+        int extra = 0;
+        for (size_t i : hit) extra += int(blocks_[i].wires.size());
+        for (size_t i : hit) // wires of op inside a block are counted by the block
+            for (int64_t x : blocks_[i].wires)
+                if (std::find(w, w + nw, x) != w + nw) --extra;
+        return nw + extra;
+    };
+    std::vector<bool> drop(blocks_.size(), false);
+    auto removeDropped = [&] {
+        size_t j = 0;
+        for (size_t i = 0; i < blocks_.size(); ++i)
+            if (!drop[i]) {
+                if (i != j) blocks_[j] = std::move(blocks_[i]);
+                ++j;
+            }
+        blocks_.resize(j);
+    };
+    if (!fuse) {
+        for (size_t i : hit) drop[i] = true;
+        std::vector<Block> applied;
+        for (size_t i : hit) applied.push_back(std::move(blocks_[i]));
+        removeDropped();
+        for (const Block &b : applied) applyBlock(sv, n, b);
+        if (blocks_.empty()) used_ = 0;
+        return applyOperation(sv, n, op, false);
+    }
+    while (unionSize() > maxQubits_) {
+        auto largest = std::max_element(hit.begin(), hit.end(), [&](size_t a, size_t b) {
+            return blocks_[a].wires.size() < blocks_[b].wires.size();
+        });
+        const size_t i = *largest;
+        hit.erase(largest);
+        drop[i] = true;
+        Block b = std::move(blocks_[i]);
+        blocks_[i] = Block();
+        applyBlock(sv, n, b);
+    }
+    // the new block: op's wires, then the others; the merged blocks' ops (they commute with
+    // each other), then op
+    Block merged;
+    merged.wires.assign(w, w + nw);
+    for (size_t i : hit) {
+        drop[i] = true;
+        for (int64_t x : blocks_[i].wires)
+            if (std::find(w, w + nw, x) == w + nw) merged.wires.push_back(x);
+        merged.ops.insert(merged.ops.end(), blocks_[i].ops.begin(), blocks_[i].ops.end());
+    }
+    if (used_ == pool_.size()) pool_.push_back(op);
+    else pool_[used_] = op;
+    merged.ops.push_back(uint32_t(used_++));
+    removeDropped();
+    blocks_.push_back(std::move(merged));
+}
+
+} // namespace cf
