@@ -9,6 +9,11 @@ three module attributes are replaced (`context.intercept`, as for `QNode.__call_
 traced value (or a list/tuple holding one) they return a Tracer (`np.array` a copy, as
 numpy copies); on anything else, or in a thread that is not tracing, numpy's own function
 runs. Code that bound the function before (`from numpy import asarray`) keeps numpy's.
+
+PennyLane's own code asks for JAX arrays when "a compiler is active"
+(`qml.math.array(wires, like="jax")` in MultiRZ's, the multi-controlled X's and other
+decompositions): under cofactor the compiler's arrays are numpy arrays and tracers, so while
+this thread traces autoray's "jax" backend resolves to numpy (JAX is never imported).
 """
 
 from __future__ import annotations
@@ -86,12 +91,40 @@ def _make_array(original: Any) -> Any:
     return array
 
 
+def _as_jax_would(numpy_fn: Any) -> Any:
+    """numpy's function, its numeric array result as a traced array (a JAX array can be
+    indexed with a traced index, e.g. `wires[i]` in a `for_loop`; a numpy array cannot)."""
+
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        from cofactor.tracing.numpy_rules import as_tracer
+
+        out = numpy_fn(*args, **kwargs)
+        if isinstance(out, np.ndarray) and out.dtype.kind in "biufc":
+            return as_tracer(out)
+        return out
+
+    return fn
+
+
+def _make_get_lib_fn(original: Any) -> Any:
+    def get_lib_fn(backend: str, fn: str) -> Any:
+        if backend == "jax" and context.is_tracing():
+            return _as_jax_would(original("numpy", fn))
+        return original(backend, fn)
+
+    return get_lib_fn
+
+
 @contextlib.contextmanager
 def capture_numpy_constructors() -> Iterator[None]:
-    """For the duration of a trace: numpy's array constructors keep traced values traced."""
+    """For the duration of a trace: numpy's array constructors keep traced values traced,
+    and PennyLane's `like="jax"` arrays are numpy's."""
+    import autoray.autoray
+
     with (
         context.intercept(np, "asarray", _make_asarray),
         context.intercept(np, "asanyarray", _make_asarray),
         context.intercept(np, "array", _make_array),
+        context.intercept(autoray.autoray, "get_lib_fn", _make_get_lib_fn),
     ):
         yield
