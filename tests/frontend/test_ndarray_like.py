@@ -487,6 +487,18 @@ def test_qml_math_on_parameters():
     _check(f, X, M)
 
 
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 4])
+def test_det_of_small_traced_matrices(n):
+    rng = np.random.default_rng(n)
+    real = rng.normal(size=(n, n))
+    cplx = real + 1j * rng.normal(size=(n, n))
+
+    def f(a, b):
+        return np.linalg.det(a), qml.math.linalg.det(b), np.linalg.det(a @ a.T)
+
+    _check(f, real, cplx, tol=1e-10)
+
+
 @pytest.mark.parametrize(
     ("fn", "name"),
     [
@@ -494,7 +506,7 @@ def test_qml_math_on_parameters():
         (lambda x: np.argsort(x), "numpy.argsort"),
         (lambda x: np.nonzero(x), "numpy.nonzero"),
         (lambda x: x.nonzero(), "numpy.nonzero"),
-        (lambda x: np.linalg.det(np.outer(x, x)), "numpy.linalg.det"),
+        (lambda x: np.linalg.det(np.ones((5, 5)) * x[0]), "numpy.linalg.det"),
         (lambda x: np.linalg.eigh(np.outer(x, x)), "numpy.linalg.eigh"),
         (lambda x: np.unique(x), "numpy.unique"),
     ],
