@@ -359,6 +359,11 @@ def emit_per_shot(scope: Any, mp: MeasurementProcess) -> Any:
 def dispatch(scope: Any, mp: MeasurementProcess) -> Any:
     """The hook of `QuantumScope.emit_measurement`: statistics of measurement values, one
     shot's results, sampled probs; NotImplemented for what the plain emission does."""
+    if not isinstance(mp, MCMStat) and _is_traced_value(getattr(mp, "obs", None)):
+        # PennyLane's own qml.expval(op=m) (bound before the trace, so not the patched one)
+        # of what `measure` returned: the same statistic
+        all_outcomes = bool(getattr(mp, "all_outcomes", False))
+        mp = MCMStat(_kind(mp), mp.obs, all_outcomes=all_outcomes)
     if is_mcm_statistic(mp):
         return emit_statistic(scope, mp, scope.mcm_values)
     if scope.one_shot:
