@@ -584,3 +584,32 @@ def test_np_asarray_with_a_numeric_dtype_says_what_to_use():
         qjit(lambda x: _BOUND_ASARRAY(x, dtype=float))(X)
     with pytest.raises(CompileError, match=r"numpy.add.accumulate is not supported"):
         qjit(lambda x: np.add.accumulate(x))(X)
+
+
+# ----------------------------------------------------------------------------------------
+# JAX's functional updates, as Catalyst programs write them
+# ----------------------------------------------------------------------------------------
+def test_at_updates_return_new_arrays():
+    def f(x, i):
+        y = x.at[1].set(5.0)
+        z = x.at[i].add(10.0)
+        w = x.at[1:3].multiply(2.0).at[0].divide(4.0)
+        m = x.at[:2].min(0.0).at[2:].max(1.0)
+        return x, y, z, w, m, x.at[i].get(), x.at[-1].power(2.0).at[0].subtract(1.0)
+
+    x = np.array([0.3, -1.2, 2.5, 0.7])
+    y, z = x.copy(), x.copy()
+    y[1] = 5.0
+    z[2] += 10.0
+    w = x.copy()
+    w[1:3] *= 2.0
+    w[0] /= 4.0
+    m = x.copy()
+    m[:2] = np.minimum(m[:2], 0.0)
+    m[2:] = np.maximum(m[2:], 1.0)
+    p = x.copy()
+    p[-1] **= 2.0
+    p[0] -= 1.0
+    got = qjit(f)(x, 2)
+    for g, r in zip(got, (x, y, z, w, m, x[2], p), strict=True):
+        _same(g, r)
