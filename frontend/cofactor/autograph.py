@@ -26,7 +26,8 @@ import builtins
 import copy
 import functools
 import inspect
-import sys
+import os
+import sysconfig
 import types
 from collections.abc import Callable
 from typing import Any
@@ -83,13 +84,26 @@ DO_NOT_CONVERT = frozenset(
 )
 
 
+_STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"])
+_SITE = tuple(os.path.realpath(sysconfig.get_paths()[k]) for k in ("purelib", "platlib"))
+
+
+def _in_stdlib(file: str) -> bool:
+    path = os.path.realpath(file)
+    return path.startswith(_STDLIB + os.sep) and not path.startswith(_SITE)
+
+
 def _is_user_code(fn: Any) -> bool:
+    """Defined outside the DO_NOT_CONVERT libraries and Python's standard library (by
+    file, so that a user's module named like a standard one, e.g. `test`, is converted)."""
     module = inspect.getmodule(fn)
     name = getattr(module, "__name__", None)
-    if name is None:
+    if name is None or name.split(".")[0] in DO_NOT_CONVERT:
         return False
-    top = name.split(".")[0]
-    return top not in DO_NOT_CONVERT and top not in sys.stdlib_module_names
+    file = getattr(module, "__file__", None)
+    if file is None:  # builtins; but a notebook's or REPL's __main__ is user code
+        return name == "__main__"
+    return not _in_stdlib(file)
 
 
 def _convert(target: Callable) -> Callable | None:
