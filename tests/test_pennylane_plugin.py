@@ -170,3 +170,38 @@ def test_a_new_process_reuses_the_disk_cache(tmp_path):
     first, second = (run.stdout.split() for run in runs)
     assert first[0] == second[0] and float(first[0]) == pytest.approx(np.cos(0.5), abs=TOL)
     assert (first[1], second[1]) == ("False", "True")
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_pennylane_rules_that_ask_for_jax_arrays_under_a_compiler(n):
+    """PennyLane's MultiRZ rules call qml.math.array(wires, like="jax") when a compiler is
+    active and index it with a for_loop's traced index: under cofactor that is a traced
+    array, and JAX is never needed (PennyLane's test_MultiRZ_decomposition_qjit_new)."""
+    wires = tuple(range(n))
+    theta = 0.8362
+    expected = np.diag(qml.MultiRZ.compute_matrix(theta, n)) / 2 ** (n / 2)
+    for rule in qml.list_decomps(qml.MultiRZ):
+
+        @qml.qjit(compiler="cofactor", static_argnums=[1])
+        @qml.qnode(qml.device("lightning.qubit", wires=n))
+        def node(theta, rule):
+            for w in range(n):
+                qml.H(w)
+            rule(theta, wires)
+            return qml.state()
+
+        assert np.allclose(node(theta, rule), expected, atol=TOL)
+
+
+def test_like_jax_arrays_are_traced_arrays_while_tracing():
+    seen = []
+
+    @qml.qjit(compiler="cofactor")
+    def f(x):
+        a = qml.math.array([1.0, 2.0, 3.0], like="jax")
+        z = qml.math.zeros(3, like="jax")
+        seen.append(type(a).__name__)
+        return a * x + z
+
+    assert np.allclose(f(2.0), [2.0, 4.0, 6.0])
+    assert seen == ["Tracer"]

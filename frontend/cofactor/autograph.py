@@ -13,14 +13,21 @@ primitives on top of cofactor's control flow:
   ranges, lists, arrays) run in Python, unrolled at trace time.
 - `while` whose test is traced -> `cofactor.while_loop`; otherwise a Python loop.
 
-Only the function given to qjit (a QNode's function) is converted; functions it calls run
-as written (Catalyst converts them too).
+Functions called from a converted function are converted too when they are user code
+(`converted_call`, as malt and Catalyst do): plain functions, methods, `functools.partial`s
+and QNodes defined outside the libraries in `DO_NOT_CONVERT` (PennyLane, numpy, cofactor,
+...) and outside Python's standard library. A function malt cannot convert (no source, e.g.
+defined in `exec`) runs as written.
 """
 
 from __future__ import annotations
 
 import builtins
 import copy
+import functools
+import inspect
+import os
+import sysconfig
 import types
 from collections.abc import Callable
 from typing import Any
@@ -57,10 +64,90 @@ def _range(*args: Any) -> range | TracedRange:
     return range(*args)
 
 
+#: top-level packages whose functions are library code: called as written, never converted
+DO_NOT_CONVERT = frozenset(
+    {
+        "autoray",
+        "catalyst",
+        "cofactor",
+        "jax",
+        "malt",
+        "networkx",
+        "numpy",
+        "pennylane",
+        "pennylane_lightning",
+        "rustworkx",
+        "scipy",
+        "sympy",
+        "xdsl",
+    }
+)
+
+
+_STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"])
+_SITE = tuple(os.path.realpath(sysconfig.get_paths()[k]) for k in ("purelib", "platlib"))
+
+
+def _in_stdlib(file: str) -> bool:
+    path = os.path.realpath(file)
+    return path.startswith(_STDLIB + os.sep) and not path.startswith(_SITE)
+
+
+def _is_user_code(fn: Any) -> bool:
+    """Defined outside the DO_NOT_CONVERT libraries and Python's standard library (by
+    file, so that a user's module named like a standard one, e.g. `test`, is converted)."""
+    module = inspect.getmodule(fn)
+    name = getattr(module, "__name__", None)
+    if name is None or name.split(".")[0] in DO_NOT_CONVERT:
+        return False
+    file = getattr(module, "__file__", None)
+    if file is None:  # builtins; but a notebook's or REPL's __main__ is user code
+        return name == "__main__"
+    return not _in_stdlib(file)
+
+
+def _convert(target: Callable) -> Callable | None:
+    """`target` (a Python function) converted, or None when malt cannot convert it (no
+    source code, a generator, ...): then it runs as written, as in malt and Catalyst."""
+    from malt.core import converter
+
+    if not inspect.isfunction(target) or inspect.isgeneratorfunction(target):
+        return None
+    if target.__code__.co_filename == "<string>":  # exec'd code: no source to read
+        return None
+    options = converter.ConversionOptions(
+        recursive=True, user_requested=False, optional_features=None
+    )
+    try:
+        new_fn, _, _ = _transformer_instance().transform(target, converter.ProgramContext(options))
+    except Exception:  # noqa: BLE001 - malt's own rule: what it cannot convert runs as-is
+        return None
+    return new_fn
+
+
 def converted_call(fn: Callable, args: tuple, kwargs: dict | None, *_: Any, **__: Any) -> Any:
+    """A call made by a converted function: `fn` converted first when it is user code."""
+    kwargs = kwargs or {}
     if fn is builtins.range:
         return _range(*args)
-    return fn(*args, **(kwargs or {}))
+    if isinstance(fn, functools.partial):
+        return converted_call(fn.func, fn.args + tuple(args), {**fn.keywords, **kwargs})
+    import pennylane as qml
+    from malt.impl.api import is_autograph_artifact
+
+    if isinstance(fn, qml.QNode):
+        if _is_user_code(fn.func) and not is_autograph_artifact(fn.func):
+            return run_autograph(fn)(*args, **kwargs)
+        return fn(*args, **kwargs)
+    if is_autograph_artifact(fn) or inspect.isclass(fn) or not _is_user_code(fn):
+        return fn(*args, **kwargs)
+    if inspect.isfunction(fn):
+        new_fn = _convert(fn)
+        return fn(*args, **kwargs) if new_fn is None else new_fn(*args, **kwargs)
+    # a bound method, or an object of a user class with __call__: its function, with self
+    func, self = (fn.__func__, fn.__self__) if inspect.ismethod(fn) else (type(fn).__call__, fn)
+    new_fn = _convert(func) if _is_user_code(func) else None
+    return fn(*args, **kwargs) if new_fn is None else new_fn(self, *args, **kwargs)
 
 
 def _check_defined(values: tuple, names: tuple[str, ...], what: str) -> tuple:
@@ -210,13 +297,19 @@ def _transformer() -> Any:
 _TRANSFORMER = None
 
 
+def _transformer_instance() -> Any:
+    global _TRANSFORMER
+    if _TRANSFORMER is None:
+        _TRANSFORMER = _transformer()
+    return _TRANSFORMER
+
+
 def run_autograph(fn: Callable, include: tuple = ()) -> Callable:
     """`fn` converted (a QNode: a copy whose function is converted)."""
-    global _TRANSFORMER
     if include:
         raise NotImplementedError(
-            "qjit(autograph_include=...) is not supported by cofactor: only the function "
-            "given to qjit is converted"
+            "qjit(autograph_include=...) is not supported by cofactor: user functions are "
+            "converted, library modules (autograph.DO_NOT_CONVERT) are not"
         )
     try:
         from malt.core import converter
@@ -226,14 +319,12 @@ def run_autograph(fn: Callable, include: tuple = ()) -> Callable:
         ) from err
     import pennylane as qml
 
-    if _TRANSFORMER is None:
-        _TRANSFORMER = _transformer()
     options = converter.ConversionOptions(
         recursive=True, user_requested=True, optional_features=None
     )
     target = fn.func if isinstance(fn, qml.QNode) else fn
     try:
-        new_fn, _, _ = _TRANSFORMER.transform(target, converter.ProgramContext(options))
+        new_fn, _, _ = _transformer_instance().transform(target, converter.ProgramContext(options))
     except Exception as err:
         raise CompileError(
             f"autograph could not convert {getattr(target, '__name__', target)}: {err}"

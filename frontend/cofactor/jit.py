@@ -287,6 +287,7 @@ class QJIT:
         """`_trace`, and whether the compiled code calls Python callbacks. (Returned rather
         than kept on the object: two threads may trace new signatures at once.)"""
         from cofactor.tracing.circuit_call import capture_qnode_calls
+        from cofactor.tracing.numpy_entry import capture_numpy_constructors
 
         if isinstance(static, StaticValues):
             static = static.values
@@ -296,7 +297,7 @@ class QJIT:
         b = ctx.builder
         in_types = [memref_type(s.shape, s.dtype) for s in specs]
         block = Block(arg_types=in_types)
-        with context.tracing(ctx), capture_qnode_calls():
+        with context.tracing(ctx), capture_qnode_calls(), capture_numpy_constructors():
             b.push(block)
             ctx.function_entries.append(block)
             tracers = [

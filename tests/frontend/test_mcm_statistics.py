@@ -167,6 +167,35 @@ def test_one_shot_sample_and_counts_of_measurement_values():
     assert s0.mean() == pytest.approx(np.sin(0.5) ** 2, abs=TOL)
 
 
+@pytest.mark.parametrize("measure_f", [qml.expval, qml.probs, qml.counts])
+def test_statistics_bound_before_the_trace_of_cofactor_measure(measure_f):
+    """`measure_f` is PennyLane's own function (bound at import, as in PennyLane's test of
+    Catalyst's one-shot), applied to what cofactor.measure returns."""
+    import cofactor
+
+    x, y = 1.1, 0.5
+
+    @qml.qnode(qml.device("lightning.qubit", wires=2), mcm_method="one-shot", shots=SHOTS)
+    def circuit(x, y):
+        qml.RX(x, 0)
+        m0 = cofactor.measure(0)
+        cofactor.cond(m0 == 1)(lambda: qml.RY(y, 1))()
+        kwargs = {"all_outcomes": True} if measure_f is qml.counts else {}
+        return measure_f(op=m0, **kwargs)
+
+    got = _jit(circuit)(x, y)
+    p1 = np.sin(x / 2) ** 2
+    if measure_f is qml.expval:
+        assert got == pytest.approx(p1, abs=TOL)
+    elif measure_f is qml.probs:
+        np.testing.assert_allclose(got, [1 - p1, p1], atol=TOL)
+    else:
+        keys, counts = got
+        np.testing.assert_array_equal(keys, [0, 1])
+        assert counts.sum() == SHOTS
+        assert counts[1] / SHOTS == pytest.approx(p1, abs=TOL)
+
+
 def test_one_shot_refuses_non_measurement_returns():
     @qml.qnode(qml.device("default.qubit", wires=1), mcm_method="one-shot", shots=10)
     def circuit():

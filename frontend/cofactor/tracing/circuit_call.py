@@ -40,7 +40,7 @@ from cofactor.tracing.numpy_rules import as_tracer, in_memory, store_tracer
 from cofactor.tracing.observables import NAMED_OBSERVABLES  # noqa: F401 (re-exported)
 from cofactor.tracing.observables import is_dynamic as _is_dynamic
 from cofactor.tracing.qnode import SUPPORTED_DEVICES, QuantumScope
-from cofactor.tracing.tracer import Scalar, Tracer
+from cofactor.tracing.tracer import FLOAT, Scalar, Tracer
 
 
 def _device_facts(qnode: Any) -> tuple[int | None, dict[Any, int] | None, int]:
@@ -153,6 +153,7 @@ def _emit_qnode_function(
     in_types = [memref_type(s.shape, s.dtype) for s in specs]
     block = Block(arg_types=in_types)
     scope = _circuit_scope(qnode, num_qubits, wire_map, shots, one_shot)
+    scope.discard_invalid = one_shot and mcm.discards_invalid_shots(qnode)
     outer_values: list[Any] = []
     ctx.quantum, ctx.has_quantum = scope, True
     b.push(block)
@@ -205,6 +206,9 @@ def _emit_qnode_function(
         ]
         for t, ref in zip(out_tracers, out_args, strict=True):
             store_tracer(t, ref)
+        if scope.valid is not None:  # one more output: whether the shot passed postselection
+            valid_out = block.insert_arg(memref_type((), FLOAT), len(block.args))
+            b.store(b.load(scope.valid, []), valid_out, [])
         b.insert(generic_op("quantum.device_release", []))
         ctx.finish_function(block)
     finally:
@@ -235,12 +239,15 @@ def _emit_qnode_function(
     else:
         block.add_op(acquire)
     out_types = [memref_type(s.shape, s.dtype) for s in out_leaves if isinstance(s, BufferSpec)]
+    if scope.valid is not None:
+        out_types.append(memref_type((), FLOAT))
     fn = func.FuncOp(name, ([*in_types, *out_types], []), Region(block))
     fn.attributes["cofactor.qnode"] = UnitAttr()
     user_method = getattr(qnode, "diff_method", "best")
     info = QNodeInfo(name, user_method, kinds, scope.has_mcm, scope.traced_constants)
     info.one_shot_shots, info.shot_kinds = loop_shots, scope.shot_kinds
     info.one_shot_preseed = preseed
+    info.shot_validity = scope.valid is not None
     ctx.qnode_info[name] = info
     fn.attributes["cofactor.diff_method"] = StringAttr(info.diff_method)
     fn.attributes["cofactor.num_inputs"] = IntegerAttr(len(in_types), i64)
@@ -283,6 +290,7 @@ class QNodeInfo:
     one_shot_shots: int = 0  # mcm_method="one-shot": shots to loop over (tracing.mcm)
     shot_kinds: list[str] = field(default_factory=list)
     one_shot_preseed: Any = None  # attributes of the seeding acquire before the loop
+    shot_validity: bool = False  # one-shot: a last output says whether the shot is kept
 
     @property
     def diff_method(self) -> str:

@@ -1,8 +1,9 @@
 """Linear algebra on tracers: products (`dot`, `outer`, `kron`, `tensordot`, `einsum`,
 `vdot`, `trace`) run numpy on the object arrays of Scalars (`dot`, `outer` and `einsum` of
-large arrays in memory are loop nests: `array_rules`); `numpy.linalg` norms.
-Decompositions (`eig`, `svd`, `det`, `inv`, ...) need pivoting on run-time values and are
-refused with a CompileError.
+large arrays in memory are loop nests: `array_rules`); `numpy.linalg` norms; `det` of a
+matrix up to 4x4 by cofactor (Laplace) expansion, which needs no pivoting (PennyLane's
+BasisRotation takes the determinant of its unitary). Decompositions (`eig`, `svd`, `inv`,
+larger `det`, ...) need pivoting on run-time values and are refused with a CompileError.
 
 Importing this module registers its rules in `numpy_rules.FUNCTION_RULES`.
 """
@@ -134,6 +135,40 @@ def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> 
     raise CompileError("numpy.linalg.norm: improper number of dimensions to norm")
 
 
+#: largest traced matrix whose determinant is expanded (n! products: 24 at n = 4)
+MAX_DET_EXPANSION = 4
+
+
+def _det(a):
+    t = as_tracer(a)
+    if t.ndim != 2 or t.shape[0] != t.shape[1]:
+        raise CompileError(
+            f"numpy.linalg.det of a traced array of shape {t.shape}: cofactor computes the "
+            "determinant of one square matrix"
+        )
+    n = t.shape[0]
+    if n > MAX_DET_EXPANSION:
+        raise CompileError(
+            f"numpy.linalg.det is not supported on a traced {n}x{n} matrix by cofactor (up "
+            f"to {MAX_DET_EXPANSION}x{MAX_DET_EXPANSION}): {_DECOMPOSITION_HINT}"
+        )
+    if n == 0:
+        return as_tracer(np.array(1.0, dtype=t.dtype if t.dtype == COMPLEX else FLOAT))
+    t = cast_tracer(t, COMPLEX if t.dtype == COMPLEX else FLOAT)
+
+    def expand(rows: tuple[int, ...], cols: tuple[int, ...]) -> Any:
+        if len(rows) == 1:
+            return t[rows[0], cols[0]]
+        total = None
+        for k, c in enumerate(cols):
+            minor = expand(rows[1:], cols[:k] + cols[k + 1 :])
+            term = t[rows[0], c] * minor
+            total = term if total is None else (total - term if k % 2 else total + term)
+        return total
+
+    return expand(tuple(range(n)), tuple(range(n)))
+
+
 _DECOMPOSITION_HINT = (
     "it needs pivoting on run-time values. Compute it before qjit (a static argument) or "
     "inside cofactor.pure_callback"
@@ -148,11 +183,12 @@ FUNCTION_RULES.update(
         np.einsum: _einsum,
         np.kron: _kron,
         np.trace: _trace,
+        np.linalg.det: _det,
     }
 )
 REFUSED_FUNCTIONS.update(
     {
         getattr(np.linalg, n): _DECOMPOSITION_HINT
-        for n in ("det", "inv", "eig", "eigh", "eigvals", "eigvalsh", "svd", "qr", "solve")
+        for n in ("inv", "eig", "eigh", "eigvals", "eigvalsh", "svd", "qr", "solve")
     }
 )

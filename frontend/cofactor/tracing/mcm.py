@@ -15,9 +15,16 @@ traced outcomes that `measure` returns. What they mean depends on the QNode's
   returned statistic is gathered over the shots.
 * ``"deferred"``: refused, as Catalyst refuses it.
 
-Postselection under one-shot keeps every shot (each shot is postselected by the simulator):
-the statistics equal PennyLane's "hw-like" ones in distribution, but `counts` totals and
-`sample` lengths are the full shot count, as PennyLane's "fill-shots" mode returns them.
+Postselection under one-shot follows the QNode's `postselect_mode`:
+
+* ``None`` / ``"hw-like"`` (PennyLane's default): each shot measures without forcing the
+  outcome, and the shots whose outcome differs from `postselect` are discarded, as PennyLane
+  does: `expval`/`var`/`probs` are over the valid shots (NaN when none is valid), `counts`
+  count valid shots only, and `sample` keeps its static length with the invalid shots
+  padded by PennyLane's `fill_in_value` (`np.iinfo(np.int32).min`), as PennyLane does under
+  JAX and Catalyst under qjit ("pad-invalid-samples").
+* ``"fill-shots"`` (as in Catalyst): the simulator forces the postselected outcome in every
+  shot, so every shot is valid and `counts` totals and `sample` lengths are the shot count.
 """
 
 from __future__ import annotations
@@ -39,8 +46,9 @@ from pennylane.measurements import (
     VarianceMP,
 )
 from xdsl.dialects import arith, func, scf
-from xdsl.dialects.builtin import IndexType, f64, i64
+from xdsl.dialects.builtin import IndexType, f64, i1, i64
 from xdsl.ir import Block
+from xdsl.rewriter import InsertPoint
 
 from cofactor.errors import CompileError
 from cofactor.ir.builder import memref_type
@@ -351,6 +359,11 @@ def emit_per_shot(scope: Any, mp: MeasurementProcess) -> Any:
 def dispatch(scope: Any, mp: MeasurementProcess) -> Any:
     """The hook of `QuantumScope.emit_measurement`: statistics of measurement values, one
     shot's results, sampled probs; NotImplemented for what the plain emission does."""
+    if not isinstance(mp, MCMStat) and _is_traced_value(getattr(mp, "obs", None)):
+        # PennyLane's own qml.expval(op=m) (bound before the trace, so not the patched one)
+        # of what `measure` returned: the same statistic
+        all_outcomes = bool(getattr(mp, "all_outcomes", False))
+        mp = MCMStat(_kind(mp), mp.obs, all_outcomes=all_outcomes)
     if is_mcm_statistic(mp):
         return emit_statistic(scope, mp, scope.mcm_values)
     if scope.one_shot:
@@ -425,6 +438,33 @@ def emit_for_mcm_method(
     return entry
 
 
+#: the sample of a discarded shot (PennyLane's `dynamic_one_shot.fill_in_value`)
+FILL_IN_VALUE = int(np.iinfo(np.int32).min)
+
+
+def discards_invalid_shots(qnode: Any) -> bool:
+    """Whether one-shot postselection discards the failing shots (not "fill-shots")."""
+    kwargs = getattr(qnode, "execute_kwargs", {}) or {}
+    return kwargs.get("postselect_mode") in (None, "hw-like", "pad-invalid-samples")
+
+
+def record_validity(scope: Any, outcome: Any, postselect: int) -> None:
+    """valid *= (outcome == postselect), in a buffer of the circuit function that starts at 1
+    (a measurement inside a loop or branch updates it where it runs)."""
+    ctx = context.current()
+    b = ctx.builder
+    if scope.valid is None:
+        b.push_at(InsertPoint.at_start(ctx.function_entries[-1]))
+        try:
+            scope.valid = b.alloca(memref_type((), FLOAT))
+            b.store(b.const(1.0, f64), scope.valid, [])
+        finally:
+            b.pop()
+    bit = b.cast(outcome, i1, f64)
+    ok = bit if postselect == 1 else b.binary(arith.SubfOp, b.const(1.0, f64), bit)
+    b.store(b.binary(arith.MulfOp, b.load(scope.valid, []), ok), scope.valid, [])
+
+
 def check_one_shot_outputs(out_leaves: list[Any], info: Any) -> None:
     """Every output of a one-shot circuit must be a measurement the loop can gather."""
     specs = [s for s in out_leaves if isinstance(s, BufferSpec)]
@@ -451,6 +491,11 @@ def call_one_shot(
         store_tracer(t, buf)
         args.append(buf)
     outs = [ctx.hoisted_alloc(memref_type(s.shape, s.dtype)) for s in specs]
+    valid_out = n_valid = None
+    if info.shot_validity:  # postselection discards shots: count the kept ones
+        valid_out = ctx.hoisted_alloc(memref_type((), FLOAT))
+        n_valid = ctx.hoisted_alloc(memref_type((), FLOAT))
+        b.store(b.const(0.0, f64), n_valid, [])
     # accumulators: sums (and sums of squares for var), or the stacked samples
     accs: list[list[Any]] = []
     for s, kind in zip(specs, kinds, strict=True):
@@ -470,18 +515,30 @@ def call_one_shot(
         b.insert(generic_op("quantum.device_release", []))
     body = Block(arg_types=[IndexType()])
     b.push(body)
-    b.insert(func.CallOp(name, [*args, *outs], []))
+    b.insert(func.CallOp(name, [*args, *outs, *([valid_out] if valid_out else [])], []))
     shot = body.args[0]
+    weight = None  # 1.0 for a kept shot, 0.0 for a discarded one
+    if valid_out is not None:
+        weight = b.load(valid_out, [])
+        b.store(b.binary(arith.AddfOp, b.load(n_valid, []), weight), n_valid, [])
     for s, kind, out, refs in zip(specs, kinds, outs, accs, strict=True):
         for idx in np.ndindex(s.shape):
             ii = [b.index(j) for j in idx]
             v = b.load(out, ii)
             if kind == "sample":
+                if weight is not None:
+                    keep = b.cast(weight, f64, i1)
+                    fill = b.cast(b.const(FILL_IN_VALUE, i64), i64, _ssa_type(s.dtype))
+                    v = b.select(keep, v, fill)
                 b.store(v, refs[0], [shot, *ii])
                 continue
             add = arith.AddiOp if kind == "counts" else arith.AddfOp
             if s.dtype != (INT if kind == "counts" else FLOAT):
                 v = b.cast(v, _ssa_type(s.dtype), i64 if kind == "counts" else f64)
+            if weight is not None:
+                mul = arith.MuliOp if kind == "counts" else arith.MulfOp
+                w = b.cast(weight, f64, i64) if kind == "counts" else weight
+                v = b.binary(mul, v, w)
             b.store(b.binary(add, b.load(refs[0], ii), v), refs[0], ii)
             if kind == "var":
                 sq = b.binary(arith.MulfOp, v, v)
@@ -489,6 +546,8 @@ def call_one_shot(
     b.insert(scf.YieldOp())
     b.pop()
     loop = b.insert(scf.ForOp(b.index(0), b.index(shots), b.index(1), [], body))
+    # the mean is over the kept shots (0/0 = NaN when no shot passed, as in PennyLane)
+    count = float(shots) if n_valid is None else Tracer.from_memref(n_valid, (), FLOAT, anchor=loop)
     results = []
     for s, kind, refs in zip(specs, kinds, accs, strict=True):
         if kind == "sample":
@@ -500,10 +559,10 @@ def call_one_shot(
             results.append(total)
         elif kind == "var":
             squares = Tracer.from_memref(refs[1], s.shape, FLOAT, anchor=loop)
-            mean = total / float(shots)
-            results.append(np.maximum(squares / float(shots) - mean * mean, 0.0))
+            mean = total / count
+            results.append(np.maximum(squares / count - mean * mean, 0.0))
         else:
-            results.append(total / float(shots))
+            results.append(total / count)
     it = iter(results)
     leaves = [next(it) if isinstance(s, BufferSpec) else s for s in out_leaves]
     return pytree.unflatten(out_tree, leaves)

@@ -94,6 +94,11 @@ class QuantumScope:
     recording: str | None = None
     mcm_values: dict[Any, Any] = field(default_factory=dict)
     reacquires: list[Any] = field(default_factory=list)  # device resets between tapes
+    # one-shot with postselect_mode "hw-like" (PennyLane's default): postselected
+    # measurements are not forced; `valid` (memref<f64>, 1 or 0) says whether this shot
+    # passed every postselection, and the loop over shots discards the shots that did not
+    discard_invalid: bool = False
+    valid: Any = None
 
     # -- wires -----------------------------------------------------------------------
     def wire(self, label: Any) -> SSAValue:
@@ -349,9 +354,14 @@ def measure(wires: Any, reset: bool = False, postselect: int | None = None) -> T
     scope.flush()
     scope.has_mcm = True
     b = ctx.builder
-    attrs = quantum_attrs(reset=bool(reset), postselect=-1 if postselect is None else postselect)
+    from cofactor.tracing.mcm import MeasuredBool, record_validity
+
+    discard = postselect is not None and scope.discard_invalid
+    forced = -1 if postselect is None or discard else postselect
+    attrs = quantum_attrs(reset=bool(reset), postselect=forced)
     value = b.res(generic_op("quantum.measure", [scope.wire(wires)], [i1], attrs))
-    from cofactor.tracing.mcm import MeasuredBool
+    if discard:
+        record_validity(scope, value, postselect)
 
     return MeasuredBool.scalar(value, BOOL)
 

@@ -357,6 +357,13 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
     def __copy__(self) -> Tracer:
         return self.copy()
 
+    @property
+    def at(self) -> Any:
+        """JAX's functional updates, `x.at[i].set(v)` (tracing/functional_update.py)."""
+        from cofactor.tracing.functional_update import AtIndexer
+
+        return AtIndexer(self)
+
     def __deepcopy__(self, memo: dict) -> Tracer:
         return self.copy()
 

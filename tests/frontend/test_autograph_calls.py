@@ -1,0 +1,132 @@
+"""autograph=True converts the user functions the compiled function calls (recursively), as
+Catalyst does with malt's converted_call; library code (PennyLane, numpy) runs as written."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pennylane as qml
+import pytest
+
+from cofactor import autograph, qjit
+
+
+def helper(x):
+    if x > 0:
+        y = x * 2.0
+    else:
+        y = -x
+    return y
+
+
+def nested(x):
+    return helper(x) + 1.0  # a call from a called function is converted too
+
+
+def looped(n, x):
+    s = 0.0
+    for i in range(n):  # a traced bound inside a called function
+        s = s + x * (i + 1)
+    return s
+
+
+class Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def scale(self, x):
+        if x > 1.0:
+            return x * self.k
+        return x
+
+    def __call__(self, x):
+        if x < 0.0:
+            return -x
+        return x
+
+
+@pytest.mark.parametrize("x", [0.7, -1.3])
+def test_called_function_with_if_on_traced_value(x):
+    @qjit(autograph=True)
+    def f(x):
+        return helper(x) + nested(x)
+
+    assert f(x) == pytest.approx(helper(x) + nested(x))
+    assert f.compile_count == 1
+
+
+def test_called_function_with_traced_range():
+    @qjit(autograph=True)
+    def f(n, x):
+        return looped(n, x)
+
+    for n in (0, 3, 5):
+        assert f(n, 0.5) == pytest.approx(looped(n, 0.5))
+    assert f.compile_count == 1
+
+
+def test_methods_partials_and_callable_objects():
+    s = Scaler(3.0)
+    shifted = functools.partial(lambda a, b: helper(a - b), b=1.0)
+
+    @qjit(autograph=True)
+    def f(x):
+        return s.scale(x) + s(x) + shifted(x)
+
+    for x in (2.0, 0.5, -4.0):
+        assert f(x) == pytest.approx(s.scale(x) + s(x) + helper(x - 1.0))
+
+
+def test_helper_called_inside_a_qnode_matches_pennylane():
+    dev = qml.device("default.qubit", wires=2)
+
+    def layer(x):
+        if x > 0.5:
+            qml.RX(x, 0)
+            qml.CNOT([0, 1])
+        else:
+            qml.RY(x, 1)
+
+    def circuit(x):
+        layer(x)
+        layer(x * 0.5)
+        return qml.expval(qml.Z(0)), qml.expval(qml.Z(1))
+
+    compiled = qjit(qml.QNode(circuit, dev), autograph=True)
+    ref = qml.QNode(circuit, dev)
+    for x in (0.9, 0.3, 1.4):
+        assert np.allclose(compiled(x), ref(x), atol=1e-10)
+    assert compiled.compile_count == 1
+
+
+def test_qnode_called_from_the_compiled_function_is_converted():
+    dev = qml.device("default.qubit", wires=1)
+
+    @qml.qnode(dev)
+    def circuit(x):
+        if x > 0.0:
+            qml.RX(x, 0)
+        else:
+            qml.RY(-x, 0)
+        return qml.expval(qml.Z(0))
+
+    @qjit(autograph=True)
+    def f(x):
+        return circuit(x) * 2.0
+
+    for x in (0.4, -0.8):
+        assert f(x) == pytest.approx(2.0 * circuit(x))
+
+
+def test_library_functions_are_not_converted():
+    assert not autograph._is_user_code(np.sin)
+    assert not autograph._is_user_code(qml.RX)
+    assert not autograph._is_user_code(functools.reduce)
+    assert autograph._is_user_code(helper)
+
+    @qjit(autograph=True)
+    def f(x):
+        return np.sum(np.array([x, 2.0 * x])) + qml.math.sin(x)
+
+    assert f(0.3) == pytest.approx(0.9 + np.sin(0.3))
