@@ -294,13 +294,14 @@ class QuantumScope:
 def _gate_attr_items(
     name: str, num_params: int, num_wires: int, adjoint: bool, ctrl_values: tuple[int, ...]
 ) -> tuple[tuple[str, Any], ...]:
-    attrs = quantum_attrs(
-        gate=name,
-        num_params=num_params,
-        num_wires=num_wires,
-        adjoint=adjoint,
-        ctrl_values=list(ctrl_values),
-    )
+    # `adjoint` and `ctrl_values` are optional (absent = false / no controls, docs/ir.md):
+    # left out when they have their default, as most gates of a long circuit do.
+    optional: dict[str, Any] = {}
+    if adjoint:
+        optional["adjoint"] = True
+    if ctrl_values:
+        optional["ctrl_values"] = list(ctrl_values)
+    attrs = quantum_attrs(gate=name, num_params=num_params, num_wires=num_wires, **optional)
     return tuple(attrs.items())
 
 
