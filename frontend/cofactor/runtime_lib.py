@@ -49,6 +49,7 @@ SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "cf_rt_gate": (None, [c_int64, _dp, c_int64, _ip, c_int64, c_int8, _ip, _bp, c_int64]),
     "cf_rt_pauli_rot": (None, [c_double, c_char_p, _ip, c_int64, c_int8, _ip, _bp, c_int64]),
     "cf_rt_unitary": (None, [_dp, _ip, c_int64, c_int8, _ip, _bp, c_int64]),
+    "cf_rt_gate_table": (None, [_ip, c_int64, _dp, _ip]),
     "cf_rt_obs_named": (c_int64, [c_int64, c_int64]),
     "cf_rt_obs_hermitian": (c_int64, [_dp, _ip, c_int64]),
     "cf_rt_obs_tensor": (c_int64, [_ip, c_int64]),

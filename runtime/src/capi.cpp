@@ -365,6 +365,55 @@ void cf_rt_gate(int64_t gate_id, const double *params, int64_t num_params, const
     });
 }
 
+void cf_rt_gate_table(const int64_t *table, int64_t num_gates, const double *params,
+                      const int64_t *dyn_wires) {
+    if (ctx.errorCode != CF_OK) return;
+    if (num_gates < 0 || (num_gates > 0 && !table)) {
+        setError(CF_ERR_INVALID_ARGUMENT, "cf_rt_gate_table: bad gate table");
+        return;
+    }
+    // Decoded wires and control values of one record; reused, so that a warm run does not
+    // allocate.
+    thread_local std::vector<int64_t> wires;
+    thread_local std::vector<int8_t> ctrlValues;
+    thread_local std::string word;
+    const int64_t *rec = table;
+    for (int64_t g = 0; g < num_gates && ctx.errorCode == CF_OK; ++g) {
+        const int64_t gateId = rec[0], numParams = rec[1], numWires = rec[2], numCtrls = rec[3];
+        const int8_t adjoint = int8_t(rec[4] != 0);
+        const int64_t paramOffset = rec[5];
+        if (numParams < 0 || numWires < 0 || numCtrls < 0 || paramOffset < 0) {
+            setError(CF_ERR_INVALID_ARGUMENT, "cf_rt_gate_table: bad gate record");
+            return;
+        }
+        const int64_t *codes = rec + 6;
+        wires.resize(size_t(numWires + numCtrls));
+        for (int64_t i = 0; i < numWires + numCtrls; ++i) {
+            const int64_t code = codes[i];
+            wires[size_t(i)] = code >= 0 ? code : dyn_wires[-code - 1];
+        }
+        ctrlValues.resize(size_t(numCtrls));
+        for (int64_t i = 0; i < numCtrls; ++i)
+            ctrlValues[size_t(i)] = int8_t(codes[numWires + numCtrls + i]);
+        const int64_t *ctrls = numCtrls ? wires.data() + numWires : nullptr;
+        const int8_t *values = numCtrls ? ctrlValues.data() : nullptr;
+        rec = codes + numWires + 2 * numCtrls;
+        if (gateId == CF_GATE_TABLE_PAULI_ROT) {
+            if (numParams != 1) {
+                setError(CF_ERR_INVALID_ARGUMENT, "cf_rt_gate_table: bad PauliRot record");
+                return;
+            }
+            word.assign(rec, rec + numWires);
+            rec += numWires;
+            cf_rt_pauli_rot(params[paramOffset], word.c_str(), wires.data(), numWires, adjoint,
+                            ctrls, values, numCtrls);
+        } else {
+            cf_rt_gate(gateId, numParams ? params + paramOffset : nullptr, numParams,
+                       wires.data(), numWires, adjoint, ctrls, values, numCtrls);
+        }
+    }
+}
+
 void cf_rt_gate_repeat(int64_t repeats, int64_t gate_id, const double *params, int64_t num_params,
                        const int64_t *wires, int64_t num_wires) {
     guardedVoid("cf_rt_gate_repeat", [&] {

@@ -10,9 +10,11 @@
 //   expval(0.5 Z1 + 0.5 Z0 Z1) = 0.5 cos(theta) + 0.5   (Z1 given as a Hermitian matrix)
 //   probs = [cos^2(theta/2), 0, 0, sin^2(theta/2)].
 
+// The two gates are one run: a table of two records (RX on 0 with parameter 0; PauliX on 1
+// controlled by 0 == 1), applied by one cf_rt_gate_table call.
+// CHECK: @cf_gate_table_0 = internal constant [16 x i64] [i64 8, i64 1, i64 1, i64 0, i64 0, i64 0, i64 0, i64 2, i64 0, i64 1, i64 1, i64 0, i64 1, i64 1, i64 0, i64 1]
 // CHECK-LABEL: define double @run(
-// CHECK: call void @cf_rt_gate(i64 8,
-// CHECK: call void @cf_rt_gate(i64 2,
+// CHECK: call void @cf_rt_gate_table(ptr @cf_gate_table_0, i64 2, ptr %{{.*}}, ptr null)
 // CHECK: call i64 @cf_rt_obs_hamiltonian(
 // CHECK: call void @cf_rt_probs(
 // CHECK-LABEL: define double @_mlir_ciface_run(

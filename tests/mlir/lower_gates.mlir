@@ -1,7 +1,8 @@
-// RUN: cofactor-opt %s --lower-quantum-to-runtime | FileCheck %s
+// RUN: cofactor-opt %s --lower-quantum-to-runtime=gate-table-min=0 | FileCheck %s
 
 // Gates become cf_rt_gate/cf_rt_pauli_rot/cf_rt_unitary calls; wire, parameter and
 // control lists go through stack arrays allocated once at the function's entry.
+// (gate-table-min=0: one call per gate; runs of gates as tables: lower_gate_tables.mlir.)
 
 // CHECK-DAG: func.func private @cf_rt_device_acquire(i64, i64, i64) -> i64
 // CHECK-DAG: func.func private @cf_rt_device_release()

@@ -1,4 +1,4 @@
-// RUN: cofactor-opt %s --lower-quantum-to-runtime --convert-scf-to-cf \
+// RUN: cofactor-opt %s --lower-quantum-to-runtime=gate-table-min=0 --convert-scf-to-cf \
 // RUN:   --convert-math-to-llvm --convert-arith-to-llvm --convert-memref-to-llvm \
 // RUN:   --convert-func-to-llvm --convert-cf-to-llvm --reconcile-unrealized-casts \
 // RUN: | mlir-translate --mlir-to-llvmir | FileCheck %s

@@ -74,6 +74,12 @@ class IRBuilder:
         self._stack.pop()
 
     @property
+    def appending_block(self) -> Block | None:
+        """The current block when ops are appended at its end, else None."""
+        point = self._stack[-1].insertion_point
+        return point.block if point.insert_before is None else None
+
+    @property
     def block(self) -> Block:
         block = self._stack[-1].insertion_point.block
         return block

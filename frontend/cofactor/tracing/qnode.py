@@ -38,7 +38,7 @@ from xdsl.dialects.builtin import i1, i64
 from xdsl.ir import SSAValue
 
 from cofactor.errors import CompileError, CompileTypeError
-from cofactor.ir.builder import memref_type, quantum_attrs
+from cofactor.ir.builder import IRBuilder, memref_type, quantum_attrs
 from cofactor.ir.mlir15 import generic_op
 from cofactor.tracing import context, decompositions, observables
 from cofactor.tracing.numpy_rules import as_tracer, cast_tracer
@@ -99,6 +99,9 @@ class QuantumScope:
     # passed every postselection, and the loop over shots discards the shots that did not
     discard_invalid: bool = False
     valid: Any = None
+    # wire index -> its i64 constant in the block being appended to (see `wire`)
+    _wire_consts: dict[int, SSAValue] = field(default_factory=dict)
+    _wire_block: Any = None
 
     # -- wires -----------------------------------------------------------------------
     def wire(self, label: Any) -> SSAValue:
@@ -122,7 +125,21 @@ class QuantumScope:
         else:
             raise CompileError(f"wire label {label!r} needs a device declared with its wires")
         self.max_wire = max(self.max_wire, index)
-        return b.const(index, i64)
+        return self._wire_constant(b, index)
+
+    def _wire_constant(self, b: IRBuilder, index: int) -> SSAValue:
+        """One constant per wire and block: a long circuit would otherwise carry a constant
+        per gate operand through every stage. Reused only while ops are appended at the end
+        of the same block, where the earlier constant dominates every later op."""
+        block = b.appending_block
+        if block is None:
+            return b.const(index, i64)
+        if block is not self._wire_block:
+            self._wire_block, self._wire_consts = block, {}
+        value = self._wire_consts.get(index)
+        if value is None or value.owner.parent_block() is not block:
+            value = self._wire_consts[index] = b.const(index, i64)
+        return value
 
     # -- queue handling ----------------------------------------------------------------
     def flush(self) -> list[Any]:
@@ -189,7 +206,7 @@ class QuantumScope:
         if name == "GlobalPhase":
             target = []
         params = [_f64(p) for p in op.parameters]
-        attrs = quantum_attrs(gate=name, num_params=len(params), num_wires=len(target), **common)
+        attrs = _gate_attrs(name, len(params), len(target), adjoint, tuple(map(int, ctrl[1])))
         b.insert(generic_op("quantum.gate", [*params, *target, *ctrl_wires], [], attrs))
 
     # -- observables and measurements ------------------------------------------------
@@ -276,6 +293,29 @@ class QuantumScope:
                 "e.g. qml.device('default.qubit', wires=2)"
             )
         return self.num_qubits
+
+
+@cache
+def _gate_attr_items(
+    name: str, num_params: int, num_wires: int, adjoint: bool, ctrl_values: tuple[int, ...]
+) -> tuple[tuple[str, Any], ...]:
+    # `adjoint` and `ctrl_values` are optional (absent = false / no controls, docs/ir.md):
+    # left out when they have their default, as most gates of a long circuit do.
+    optional: dict[str, Any] = {}
+    if adjoint:
+        optional["adjoint"] = True
+    if ctrl_values:
+        optional["ctrl_values"] = list(ctrl_values)
+    attrs = quantum_attrs(gate=name, num_params=num_params, num_wires=num_wires, **optional)
+    return tuple(attrs.items())
+
+
+def _gate_attrs(
+    name: str, num_params: int, num_wires: int, adjoint: bool, ctrl_values: tuple[int, ...]
+) -> dict[str, Any]:
+    """The attributes of a `quantum.gate` (immutable attributes, built once per kind of
+    gate; a fresh dict per op)."""
+    return dict(_gate_attr_items(name, num_params, num_wires, adjoint, ctrl_values))
 
 
 def _directly_emittable(op: qml.operation.Operator) -> bool:

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GateTables.h"
 #include "RuntimeCallBuilder.h"
 
 #include "cofactor/Quantum/QuantumOps.h"
@@ -340,6 +341,16 @@ struct LowerQuantumToRuntimePass
     : public PassWrapper<LowerQuantumToRuntimePass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerQuantumToRuntimePass)
 
+  LowerQuantumToRuntimePass() = default;
+  LowerQuantumToRuntimePass(const LowerQuantumToRuntimePass &other)
+      : PassWrapper(other) {}
+
+  Option<unsigned> gateTableMin{
+      *this, "gate-table-min",
+      llvm::cl::desc("Runs of at least this many consecutive gates become one "
+                     "cf_rt_gate_table call (0: one call per gate)"),
+      llvm::cl::init(2)};
+
   StringRef getArgument() const final { return "lower-quantum-to-runtime"; }
   StringRef getDescription() const final {
     return "Lower quantum dialect ops to calls of the cofactor runtime C ABI";
@@ -354,6 +365,8 @@ struct LowerQuantumToRuntimePass
     LLVMTypeConverter llvmTypes(context);
     LoweringState state{llvmTypes, {}};
     ObsToHandleConverter typeConverter;
+    lowerGateRunsToTables(getOperation(), llvmTypes, state.stackArrays,
+                          gateTableMin);
 
     RewritePatternSet patterns(context);
     patterns.add<DeviceAcquireLowering, DeviceReleaseLowering, GateLowering,

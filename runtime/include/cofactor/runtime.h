@@ -94,6 +94,21 @@ void cf_rt_pauli_rot(double theta, const char *word, const int64_t *wires, int64
 void cf_rt_unitary(const double *matrix, const int64_t *wires, int64_t num_wires, int8_t adjoint,
                    const int64_t *ctrl_wires, const int8_t *ctrl_values, int64_t num_ctrls);
 
+/* A run of gates in one call, as the compiler emits a straight-line gate sequence (one call
+ * on a constant table instead of one call per gate). `table` holds `num_gates` records of
+ * int64s, one after the other:
+ *   kind, num_params, num_wires, num_ctrls, adjoint, param_offset,
+ *   num_wires wire codes, num_ctrls control-wire codes, num_ctrls control values,
+ *   and for kind CF_GATE_TABLE_PAULI_ROT the num_wires letters (ASCII) of the Pauli word;
+ * kind is a gate id otherwise. A record's parameters are
+ * params[param_offset .. param_offset + num_params). A wire code w >= 0 is the wire w
+ * itself; w < 0 stands for dyn_wires[-w - 1] (a wire computed at run time). Each record is
+ * applied exactly as the matching cf_rt_gate (cf_rt_pauli_rot) call: same validation,
+ * errors and tape records; the first error stops the run. */
+#define CF_GATE_TABLE_PAULI_ROT (-1)
+void cf_rt_gate_table(const int64_t *table, int64_t num_gates, const double *params,
+                      const int64_t *dyn_wires);
+
 /* ---- observables: handles valid until the device is acquired again or released ----- */
 enum cf_named_obs { CF_OBS_IDENTITY = 0, CF_OBS_PAULIX, CF_OBS_PAULIY, CF_OBS_PAULIZ, CF_OBS_HADAMARD };
 int64_t cf_rt_obs_named(int64_t kind, int64_t wire);
