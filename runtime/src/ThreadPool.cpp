@@ -140,10 +140,11 @@ int defaultThreads() {
 // (cgroups) a busy machine gives a process the same CPU time whatever its thread count, and
 // the second thread only adds its overhead. So the pool measures: a probe of kProbeNs of loop
 // time in parallel, then one serial, each yielding amplitudes per second; the faster one
-// (parallel only if it wins by 15%) then holds for kHoldNs of loop time, then the next probe.
+// (parallel only if it wins by 15%) then holds for kHoldNs of loop time, then the next probe;
+// each consecutive serial win doubles the serial hold (up to about 1 s).
 // A stall (a preempted worker's chunk kept the caller waiting; milliseconds on a busy machine,
 // against microseconds per loop on a small state) switches to serial at once, for a hold of at
-// least 32x the stall. Costs: the losing mode's probe, about 6% of the loop time.
+// least 32x the stall. Costs: the losing mode's probe, at most about 6% of the loop time.
 // COFACTOR_POOL_POLICY=parallel skips the measurement (every loop that can run in parallel
 // does): for tests and for measuring the policy itself.
 class Policy {
@@ -162,7 +163,10 @@ class Policy {
             next(ProbeSerial);
         } else if (phase_ == ProbeSerial) {
             holdParallel_ = parallelRate_ > 1.15 * rate;
-            holdNs_ = kHoldNs;
+            holdNs_ = holdParallel_ ? kHoldNs : serialHoldNs_;
+            // serial winning again and again (a machine that stays busy): probe ever less
+            // often, up to once per kMaxHoldNs; a parallel win resets that
+            serialHoldNs_ = holdParallel_ ? kHoldNs : std::min(2 * serialHoldNs_, kMaxHoldNs);
             next(Hold);
         } else {
             next(ProbeParallel);
@@ -171,12 +175,13 @@ class Policy {
 
     void stalled(int64_t stallNs) {
         holdParallel_ = false;
-        holdNs_ = std::max(kHoldNs, 32 * stallNs);
+        holdNs_ = std::max(serialHoldNs_, 32 * stallNs);
+        serialHoldNs_ = std::min(2 * serialHoldNs_, kMaxHoldNs);
         next(Hold);
     }
 
   private:
-    static constexpr int64_t kProbeNs = 4000000, kHoldNs = 64000000;
+    static constexpr int64_t kProbeNs = 4000000, kHoldNs = 64000000, kMaxHoldNs = 1024000000;
     enum Phase { ProbeParallel, ProbeSerial, Hold };
     void next(Phase p) { phase_ = p, ns_ = 0, work_ = 0; }
     Phase phase_ = ProbeParallel;
@@ -185,7 +190,7 @@ class Policy {
         return env && std::string(env) == "parallel";
     }();
     bool holdParallel_ = false;
-    int64_t ns_ = 0, holdNs_ = kHoldNs;
+    int64_t ns_ = 0, holdNs_ = kHoldNs, serialHoldNs_ = kHoldNs;
     double work_ = 0, parallelRate_ = 0;
 };
 
