@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <csetjmp>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -112,6 +113,15 @@ public:
   }
 };
 
+/// COFACTOR_COMPILER_DEBUG_CRASH=<stage> crashes (SIGSEGV) as that stage starts: how the
+/// tests check that a crash inside LLVM or Enzyme ends in an error, not in a dead process
+/// (clang's `#pragma clang __debug crash` serves the same purpose).
+void debugCrash(const char *stage) {
+  const char *wanted = std::getenv("COFACTOR_COMPILER_DEBUG_CRASH");
+  if (wanted && std::strcmp(wanted, stage) == 0)
+    std::raise(SIGSEGV);
+}
+
 /// The stages; `stage` names the one running, for a fatal error.
 int compileLocked(const cofactor_compile_request &request, cofactor_compile_result *result,
                   const char *volatile &stage) {
@@ -119,6 +129,7 @@ int compileLocked(const cofactor_compile_request &request, cofactor_compile_resu
   std::string error, failedStage, lowered;
   llvm::LLVMContext context;
   stage = "cofactor-opt";
+  debugCrash(stage);
   std::unique_ptr<llvm::Module> module =
       lowerToLLVMIR(request.mlir, request.mlir_pipeline, context,
                     request.keep_stages ? &lowered : nullptr, failedStage, error);
@@ -136,6 +147,7 @@ int compileLocked(const cofactor_compile_request &request, cofactor_compile_resu
   result->ms[1] = clock.lap();
 
   stage = "opt";
+  debugCrash(stage);
   bool enzyme = needsEnzyme(*module);
   if (enzyme) {
     // Checked by the caller every time, as before each `opt -load-pass-plugin`: a
@@ -164,6 +176,7 @@ int compileLocked(const cofactor_compile_request &request, cofactor_compile_resu
     return 0;
 
   stage = "llc";
+  debugCrash(stage);
   llvm::SmallVector<char, 0> object;
   if (!emitObject(*module, object, error))
     return fail(result, "llc", error);

@@ -421,44 +421,6 @@ def _compile_in_process(
     return result
 
 
-#: Where `_run` adds up the seconds of each stage while compile_module runs (per thread).
-_stage_timings = threading.local()
-
-
-def _compile_in_process(
-    mlir_text: str, name: str, key: str | None, folder: Path | None
-) -> CompiledLibrary:
-    """The library linked by the in-process pipeline straight into its new cache entry
-    (through the entry's checked folder), or into the private folder when not cached."""
-    keep = folder is not None
-    stages: dict[str, str] = {}
-
-    def build(entry_fd: int) -> None:
-        output = Path(f"/proc/self/fd/{entry_fd}/{disk_cache.LIBRARY}")
-        stages.update(_native(mlir_text, output, keep))
-
-    so_path = disk_cache.store_built(key, name, build) if key is not None else None
-    private = so_path is None
-    if private:
-        so_path = _private_path(name)
-        try:
-            stages = _native(mlir_text, so_path, keep)
-        except BaseException:
-            _unlink_quietly(so_path)
-            raise
-    if folder is not None:
-        (folder / STAGE_FILES["mlir"]).write_text(mlir_text)
-        for stage, text in stages.items():
-            (folder / STAGE_FILES[stage]).write_text(text)
-    if sum(map(len, stages.values())) > STAGE_MEMORY_LIMIT:
-        stages = {}
-    result = CompiledLibrary(name, so_path, mlir_text=mlir_text, _stages=stages)
-    if private:
-        # dlopen maps the file, so it may go as soon as the library object is dropped
-        weakref.finalize(result, _unlink_quietly, so_path)
-    return result
-
-
 _private_lock = threading.Lock()
 _private_dir: Path | None = None
 _private_numbers = itertools.count()

@@ -247,6 +247,10 @@ def setitem(t: Tracer, key: Any, value: Any) -> None:
     src = cast_tracer(v, dtype).elems
     target = elems[key]
     if isinstance(target, np.ndarray):
+        # numpy drops leading length-1 axes of the value (`c[4] = a[0:1]` for a row)
+        extra = src.ndim - target.ndim
+        if extra > 0 and all(d == 1 for d in src.shape[:extra]):
+            src = src.reshape(src.shape[extra:])
         elems[key] = np.broadcast_to(src, target.shape)
     else:
         elems[key] = src.reshape(())[()]
