@@ -123,6 +123,7 @@ def test_every_function_rule_lowers():
             "tensordot": np.tensordot(m, v, axes=1),
             "einsum": np.einsum("ij,j->i", m, v),
             "norm": np.linalg.norm(v),
+            "det": np.linalg.det(m[:, :2]),
             "angle": np.angle(v * 1j + 1),
             "round": np.round(v, 1),
             "around": np.around(v),
@@ -162,7 +163,7 @@ def test_every_function_rule_lowers():
         np.fix, np.array_equal, np.array_equiv, np.any, np.all, np.count_nonzero,
         np.iscomplex, np.isreal, np.iscomplexobj, np.isrealobj, np.var, np.std, np.cumprod,
         np.diff, np.triu, np.tril, np.full_like, np.empty_like, np.real_if_close,
-        np.nan_to_num,
+        np.nan_to_num, np.linalg.det,
     }  # fmt: skip
     assert set(FUNCTION_RULES) <= covered, set(FUNCTION_RULES) - covered
     specs = [BufferSpec((2, 3), DTYPES[0]), BufferSpec((3,), DTYPES[0]), BufferSpec((), DTYPES[1])]
