@@ -218,6 +218,35 @@ def test_ir_size_does_not_grow_with_the_arrays():
     assert max(s[1] for s in sizes) < 1.05 * min(s[1] for s in sizes), sizes
 
 
+def test_constant_arrays_are_one_global_each():
+    """A numpy constant captured by the program (not uniform, not an arange) is one
+    `memref.global` holding its data, not one constant and one store per element: the
+    gradient of tanh(W @ x) with a random x of 512 compiled in 1.5 s, 0.15 s with this."""
+    rng = np.random.default_rng(7)
+    sizes = []
+    for n in (20, 80):
+        x = rng.normal(size=n)
+        k = rng.integers(-5, 5, size=n)
+        z = rng.normal(size=n) + 1j * rng.normal(size=n)
+
+        def f(w, x=x, k=k, z=z):
+            return np.sum(np.tanh(w @ x) ** 2) + np.sum(k * w[0]) + np.abs(np.sum(z * w[1]))
+
+        w = rng.normal(size=(n, n)) / n
+        g = cofactor.qjit(cofactor.grad(f))
+        got = g(w)
+        eps = 1e-6
+        for pos in [(0, 0), (1, 2), (n - 1, n - 1)]:
+            hi, lo = w.copy(), w.copy()
+            hi[pos] += eps
+            lo[pos] -= eps
+            assert abs(got[pos] - (f(hi) - f(lo)) / (2 * eps)) < 1e-6
+        assert g.mlir.count("memref.global") == 3
+        sizes.append(len(g.llvmir))
+    # the data grows (4x more numbers), the code does not
+    assert sizes[1] < sizes[0] + 3 * 60 * 25 * 4, sizes
+
+
 def test_repeated_calls_do_not_grow_memory():
     import resource
 

@@ -15,11 +15,14 @@ from xdsl.dialects import arith, func, math, memref
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
+    DenseIntOrFPElementsAttr,
+    FlatSymbolRefAttr,
     FloatAttr,
     IndexType,
     IntegerAttr,
     MemRefType,
     StringAttr,
+    TensorType,
     UnitAttr,
     f64,
     i1,
@@ -164,6 +167,34 @@ class IRBuilder:
 
     def alloca(self, type_: MemRefType) -> SSAValue:
         return self.res(memref.AllocaOp.get(type_.element_type, shape=type_.get_shape()))
+
+    def constant_array(self, name: str, arr: np.ndarray) -> SSAValue:
+        """A read-only memref holding `arr` (float64 or int64; complex as trailing 2xf64): one
+        `memref.global` constant in the module, so the IR holds the data once, as a dense
+        attribute, instead of one constant and one store per element. The memref must never
+        be written or freed."""
+        if arr.dtype == np.complex128:
+            arr = arr.view(np.float64).reshape(*arr.shape, 2)
+        type_ = MemRefType(f64 if arr.dtype == np.float64 else i64, list(arr.shape))
+        data = TensorType(type_.element_type, list(arr.shape))
+        values = [float(v) for v in arr.flat] if arr.dtype == np.float64 else arr.ravel().tolist()
+        self.module_ops.append(
+            generic_op(
+                "memref.global",
+                [],
+                [],
+                {
+                    "sym_name": StringAttr(name),
+                    "type": type_,
+                    "initial_value": DenseIntOrFPElementsAttr.from_list(data, values),
+                    "sym_visibility": StringAttr("private"),
+                    "constant": UnitAttr(),
+                },
+            )
+        )
+        return self.res(
+            generic_op("memref.get_global", [], [type_], {"name": FlatSymbolRefAttr(name)})
+        )
 
     def dealloc(self, ref: SSAValue) -> None:
         self.insert(memref.DeallocOp.get(ref))

@@ -179,7 +179,7 @@ def operand(x: Any) -> Operand | None:
 
 def _constant(arr: np.ndarray) -> Operand:
     """A constant array: a broadcast value when uniform, an index formula for `arange` and
-    `eye`, else its elements stored into a buffer (IR proportional to its size)."""
+    `eye`, else a read-only global holding its data (bools: stored into a buffer)."""
     dtype = normalize_dtype(arr.dtype)
     flat = arr.reshape(-1)
     first = flat[0].item()
@@ -191,6 +191,9 @@ def _constant(arr: np.ndarray) -> Operand:
             return Operand(arr.shape, dtype, fn=lambda ids: _affine(ids[0], first, step, dtype))
     if arr.ndim == 2 and np.array_equal(arr, np.eye(*arr.shape, dtype=arr.dtype)):
         return Operand(arr.shape, dtype, fn=lambda ids: _identity(ids, dtype))
+    if dtype in (FLOAT, INT, COMPLEX):
+        ref = _b().constant_array(context.current().fresh_name("__cf_const"), arr.astype(dtype))
+        return Operand(arr.shape, dtype, ref=ref)
     from cofactor.tracing.scalars import as_tracer
 
     t = as_tracer(arr)
