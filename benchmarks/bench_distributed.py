@@ -182,6 +182,10 @@ def launch(P: int, n: int, repeats: int) -> list[dict]:
     if os.geteuid() == 0:
         command.append("--allow-run-as-root")
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    # The sharded device applies each gate as it comes; the single-process one would queue
+    # gates for fusion (runtime/src/GateFusion.hpp) and time only the queueing: compare
+    # gate for gate.
+    env.setdefault("COFACTOR_FUSION", "0")
     with tempfile.TemporaryDirectory() as tmp:  # a file per rank: stdout lines interleave
         command += [sys.executable, __file__, "--worker", "--qubits", str(n)]
         command += ["--repeats", str(repeats), "--out-dir", tmp]
