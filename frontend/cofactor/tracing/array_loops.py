@@ -113,8 +113,10 @@ def store(s: Scalar, ref: SSAValue, ids: Sequence[SSAValue]) -> None:
 
 
 def select_scalar(c: Any, x: Any, y: Any, dtype: np.dtype) -> Scalar:
-    """`x if c else y` for scalar operands, as `dtype`."""
+    """`x if c else y` for scalar operands, as `dtype` (a constant `c` picks at trace time)."""
     x, y, c = as_scalar(x, dtype), as_scalar(y, dtype), as_scalar(c, BOOL)
+    if c.const is not None:
+        return x if c.const else y
     b = _b()
     if dtype == COMPLEX:
         return Scalar(

@@ -26,7 +26,7 @@ import numpy as np
 from cofactor.errors import CompileError, CompileTypeError, CompileValueError
 from cofactor.ir.builder import memref_type
 from cofactor.tracing import array_rules, array_views, context
-from cofactor.tracing.array_loops import in_memory
+from cofactor.tracing.array_loops import in_memory, select_scalar
 from cofactor.tracing.element_rules import UFUNC_RULES
 from cofactor.tracing.scalars import (  # re-exported: other modules import them from here
     _b,
@@ -275,17 +275,7 @@ def _argext(pred: np.ufunc):
 
 def _select(c: Scalar, x: Any, y: Any) -> Scalar:
     dtype = normalize_dtype(np.result_type(python_dtype(x), python_dtype(y)))
-    x, y = as_scalar(x, dtype), as_scalar(y, dtype)
-    c = as_scalar(c, BOOL)
-    if c.const is not None:
-        return x if c.const else y
-    b = _b()
-    if dtype == COMPLEX:
-        return Scalar(
-            (b.select(c.value, x.value[0], y.value[0]), b.select(c.value, x.value[1], y.value[1])),
-            dtype,
-        )
-    return Scalar(b.select(c.value, x.value, y.value), dtype)
+    return select_scalar(c, x, y, dtype)
 
 
 def _where(cond, x=None, y=None):
