@@ -159,7 +159,7 @@ BUILDERS: dict[str, Callable[[Backend, int], tuple[Callable, Any]]] = {
 # -- the worker's task ----------------------------------------------------------------
 
 
-class _CofactorStages:
+class CofactorStages:
     """Records cofactor's tracing time and the driver's stage timings during one compile.
     Wraps `QJIT._trace_module` and `compiler.compile_module` (public; jit looks it up at each
     compile); gives up quietly on a cofactor without them."""
@@ -168,7 +168,7 @@ class _CofactorStages:
         self.stages: dict[str, float] = {}
         self._undo: list[Callable[[], None]] = []
 
-    def __enter__(self) -> _CofactorStages:
+    def __enter__(self) -> CofactorStages:
         try:
             from cofactor import compiler, jit
         except ImportError:
@@ -209,7 +209,7 @@ def task_scale(spec: dict) -> dict:
 
     b = programs.make_backend(spec["system"])
     build = BUILDERS[spec["family"]]
-    recorder = _CofactorStages()
+    recorder = CofactorStages()
     if spec["system"] == "cofactor":
         with recorder:
             fn, arg = build(b, spec["n"])

@@ -114,54 +114,20 @@ def task_compile(spec: dict) -> dict:
 
 
 def _cofactor_stages(b: Backend, program: str) -> dict | None:
-    """Where a warm cofactor compilation spends its time: tracing and each toolchain
-    subprocess, or each stage of the in-process pipeline. Wraps private functions of
-    cofactor (compiler._run, native_compiler.compile_native, QJIT._trace), so it is
-    diagnostic only and gives up quietly when they change."""
-    try:
-        from cofactor import compiler, jit
-    except ImportError:
-        return None
-    run, trace = getattr(compiler, "_run", None), getattr(jit.QJIT, "_trace", None)
-    if run is None or trace is None:
-        return None
-    stages: dict[str, float] = {}
+    """Where a warm cofactor compilation spends its time: tracing, the driver and each of
+    its stages (`CompiledLibrary.stage_s`), recorded as the scale section records them."""
+    from benchmarks.scale import CofactorStages
 
-    def timed(name: str, fn: Callable) -> Callable:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+    recorder = CofactorStages()
+    try:
+        with recorder:
+            fn, arg = programs.compile_program(b, program)
             t = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                key = args[0] if name == "run" and args else name
-                stages[key] = stages.get(key, 0.0) + time.perf_counter() - t
-
-        return wrapper
-
-    native = getattr(getattr(compiler, "native_compiler", None), "compile_native", None)
-
-    def native_timed(*args: Any, **kwargs: Any) -> Any:
-        result = native(*args, **kwargs)  # the in-process pipeline times its own stages
-        for stage, ms in result.ms.items():
-            stages[stage] = stages.get(stage, 0.0) + ms / 1e3
-        return result
-
-    compiler._run = timed("run", run)
-    jit.QJIT._trace = timed("trace", trace)
-    if native is not None:
-        compiler.native_compiler.compile_native = native_timed
-    try:
-        fn, arg = programs.compile_program(b, program)
-        t = time.perf_counter()
-        fn(arg)
-        stages["total"] = time.perf_counter() - t
+            fn(arg)
+            total = time.perf_counter() - t
     except Exception:
         return None
-    finally:
-        compiler._run, jit.QJIT._trace = run, trace
-        if native is not None:
-            compiler.native_compiler.compile_native = native
-    return stages
+    return {**recorder.stages, "total": total}
 
 
 def _measure(b: Backend, build: Callable[[], tuple[Callable, Any]], spec: dict) -> dict:
