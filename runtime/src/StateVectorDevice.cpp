@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "Error.hpp"
+#include "TermSampling.hpp"
 
 namespace cf {
 
@@ -200,8 +201,6 @@ void StateVectorDevice::setState(const double *amplitudes) {
     copyState(sv_.data(), in, sv_.size());
 }
 
-static bool finiteDistribution(const std::vector<double> &probs);
-
 void StateVectorDevice::probs(const int64_t *wires, int k, double *out) {
     flush();
     marginalProbs(sv_.data(), n_, wires, k, out);
@@ -253,12 +252,6 @@ int StateVectorDevice::measure(int64_t wire, bool reset, int64_t postselect) {
 [[noreturn]] void StateVectorDevice::notFinite(const char *what) {
     fail(CF_ERR_NOT_FINITE, what, ": the state has NaN or infinite amplitudes (a gate parameter "
          "was NaN or infinite), so there is nothing to sample");
-}
-
-static bool finiteDistribution(const std::vector<double> &probs) {
-    double total = 0;
-    for (double p : probs) total += p;
-    return std::isfinite(total) && total > 0;
 }
 
 std::vector<uint32_t> StateVectorDevice::drawOutcomes(const std::vector<double> &probs,
@@ -315,70 +308,21 @@ void StateVectorDevice::counts(const int64_t *wires, int k, int64_t *out) {
 }
 
 void StateVectorDevice::sampleTerm(const ObsTerm &t, double &mean, double *var) {
-    // Rotate each factor's eigenbasis onto the computational basis, then a shot's outcome on
-    // the factor's wires indexes its eigenvalue. Pauli-type factors use PennyLane's
-    // diagonalizing gates (X -> H, Y -> Z S H, Hadamard -> RY(-pi/4); eigenvalue (-1)^bit),
-    // Hermitian ones V^dagger from their eigendecomposition.
-    std::vector<int64_t> wires;
-    std::vector<std::vector<double>> eigenvalues; // per non-identity factor
-    StateBuffer rotated;
-    const Controls none;
-    const double minusQuarterPi = -M_PI / 4;
-    auto gate = [&](int64_t id, const double *p, int64_t wire) {
-        applyGateMatrix(rotated.data(), n_, baseGateMatrix(id, p ? p : kNoParams, 1, false), &wire, none);
-    };
-    for (const auto &f : t.factors) {
-        if (f.kind == CF_OBS_IDENTITY) continue;
-        if (rotated.empty()) rotated = sv_;
-        wires.insert(wires.end(), f.wires.begin(), f.wires.end());
-        if (f.kind == ObsFactor::kHermitian) {
-            GateMatrix vdag;
-            vdag.shape = Shape::Dense;
-            vdag.k = int(f.wires.size());
-            eigenvalues.emplace_back();
-            hermitianEigen(f.matrix, size_t(1) << vdag.k, eigenvalues.back(), vdag.data);
-            daggerInPlace(vdag);
-            applyGateMatrix(rotated.data(), n_, vdag, f.wires.data(), none);
-            continue;
-        }
-        eigenvalues.push_back({1.0, -1.0});
-        const int64_t w = f.wires[0];
-        if (f.kind == CF_OBS_PAULIX) gate(CF_GATE_Hadamard, nullptr, w);
-        if (f.kind == CF_OBS_PAULIY) {
-            gate(CF_GATE_PauliZ, nullptr, w);
-            gate(CF_GATE_S, nullptr, w);
-            gate(CF_GATE_Hadamard, nullptr, w);
-        }
-        if (f.kind == CF_OBS_HADAMARD) gate(CF_GATE_RY, &minusQuarterPi, w);
-    }
-    if (wires.empty()) { // identity: every shot gives eigenvalue 1
+    if (isIdentityTerm(t)) { // every shot gives eigenvalue 1
         mean = t.coeff;
         if (var) *var = 0;
         return;
     }
-    std::vector<double> p(size_t(1) << wires.size());
-    marginalProbs(rotated.data(), n_, wires.data(), int(wires.size()), p.data());
+    StateBuffer rotated = sv_;
+    const TermBasis basis = rotateToEigenbasis(t, rotated.data(), n_);
+    std::vector<double> p(size_t(1) << basis.wires.size());
+    marginalProbs(rotated.data(), n_, basis.wires.data(), int(basis.wires.size()), p.data());
     if (!finiteDistribution(p)) { // NaN like the analytic value (see notFinite)
         mean = std::numeric_limits<double>::quiet_NaN();
         if (var) *var = mean;
         return;
     }
-    double sum = 0, sum2 = 0;
-    for (uint32_t o : drawOutcomes(p, shots_)) {
-        // factors in order, the first one's wires being the most significant bits
-        double e = 1;
-        int shift = int(wires.size());
-        for (const auto &ev : eigenvalues) {
-            const int k = __builtin_ctzll(ev.size());
-            shift -= k;
-            e *= ev[(o >> shift) & (ev.size() - 1)];
-        }
-        sum += e;
-        sum2 += e * e;
-    }
-    const double m = sum / double(shots_);
-    mean = t.coeff * m;
-    if (var) *var = t.coeff * t.coeff * std::max(0.0, sum2 / double(shots_) - m * m);
+    termMoments(basis, drawOutcomes(p, shots_), t.coeff, mean, var);
 }
 
 double StateVectorDevice::expval(const Observable &obs) {

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "../Error.hpp"
+#include "../TermSampling.hpp"
 
 namespace cf {
 
@@ -53,12 +54,6 @@ int64_t commonSeed(int64_t seed, MPI_Comm c) {
     }
     MPI_Bcast(&s, 1, MPI_UINT64_T, 0, c);
     return int64_t(s);
-}
-
-bool finiteDistribution(const std::vector<double> &probs) {
-    double total = 0;
-    for (double p : probs) total += p;
-    return std::isfinite(total) && total > 0;
 }
 
 // Amplitudes per exchange message: the two chunk buffers stay at 1/8 of the shard (and at
@@ -367,70 +362,26 @@ ObsTerm DistributedDevice::localTerm(const ObsTerm &t) {
 void DistributedDevice::sampleTerm(const ObsTerm &term, double &mean, double *var) {
     // As StateVectorDevice::sampleTerm, on the shard: the term's wires are made local, a
     // copy is rotated to the term's eigenbasis, and its probabilities are reduced.
-    const std::vector<int64_t> all = termWires(term);
-    makeLocal(all.data(), all.size());
-    const ObsTerm t = localTerm(term);
-    std::vector<int64_t> wires;
-    std::vector<std::vector<double>> eigenvalues;
-    StateBuffer rotated;
-    const Controls none;
-    const double minusQuarterPi = -M_PI / 4;
-    auto gate = [&](int64_t id, const double *p, int64_t w) {
-        applyGateMatrix(rotated.data(), L_, baseGateMatrix(id, p ? p : kNoParams, 1, false), &w, none);
-    };
-    for (const auto &f : t.factors) {
-        if (f.kind == CF_OBS_IDENTITY) continue;
-        if (rotated.empty()) rotated.assign(sv(), sv() + localSize());
-        wires.insert(wires.end(), f.wires.begin(), f.wires.end());
-        if (f.kind == ObsFactor::kHermitian) {
-            GateMatrix vdag;
-            vdag.shape = Shape::Dense;
-            vdag.k = int(f.wires.size());
-            eigenvalues.emplace_back();
-            hermitianEigen(f.matrix, size_t(1) << vdag.k, eigenvalues.back(), vdag.data);
-            daggerInPlace(vdag);
-            applyGateMatrix(rotated.data(), L_, vdag, f.wires.data(), none);
-            continue;
-        }
-        eigenvalues.push_back({1.0, -1.0});
-        const int64_t w = f.wires[0];
-        if (f.kind == CF_OBS_PAULIX) gate(CF_GATE_Hadamard, nullptr, w);
-        if (f.kind == CF_OBS_PAULIY) {
-            gate(CF_GATE_PauliZ, nullptr, w);
-            gate(CF_GATE_S, nullptr, w);
-            gate(CF_GATE_Hadamard, nullptr, w);
-        }
-        if (f.kind == CF_OBS_HADAMARD) gate(CF_GATE_RY, &minusQuarterPi, w);
-    }
-    if (wires.empty()) {
-        mean = t.coeff;
+    if (isIdentityTerm(term)) {
+        mean = term.coeff;
         if (var) *var = 0;
         return;
     }
-    const int k = int(wires.size());
+    const std::vector<int64_t> all = termWires(term);
+    makeLocal(all.data(), all.size());
+    const ObsTerm t = localTerm(term);
+    StateBuffer rotated(sv(), sv() + localSize());
+    const TermBasis basis = rotateToEigenbasis(t, rotated.data(), L_);
+    const int k = int(basis.wires.size());
     std::vector<double> p(size_t(1) << k);
-    marginalProbs(rotated.data(), L_, wires.data(), k, p.data());
+    marginalProbs(rotated.data(), L_, basis.wires.data(), k, p.data());
     allSum(p.data(), p.size());
     if (!finiteDistribution(p)) {
         mean = std::numeric_limits<double>::quiet_NaN();
         if (var) *var = mean;
         return;
     }
-    const int64_t shots = local_.shots();
-    double sum = 0, sum2 = 0;
-    for (uint32_t o : local_.drawOutcomes(p, shots)) {
-        double e = 1;
-        int shift = k;
-        for (const auto &ev : eigenvalues) {
-            shift -= __builtin_ctzll(ev.size());
-            e *= ev[(o >> shift) & (ev.size() - 1)];
-        }
-        sum += e;
-        sum2 += e * e;
-    }
-    const double m = sum / double(shots);
-    mean = t.coeff * m;
-    if (var) *var = t.coeff * t.coeff * std::max(0.0, sum2 / double(shots) - m * m);
+    termMoments(basis, local_.drawOutcomes(p, local_.shots()), t.coeff, mean, var);
 }
 
 double DistributedDevice::expval(const Observable &obs) {
