@@ -212,3 +212,78 @@ func.func @grad(%x: memref<f64>, %out: memref<f64>, %ct: memref<f64>, %dx: memre
       : (memref<f64>, memref<f64>, memref<f64>, memref<f64>) -> ()
   return
 }
+
+// -----
+
+// Gate parameters that are consecutive elements of a read-only input (the weights of
+// StronglyEntanglingLayers) reach params through one loop; a computed parameter and a
+// short group stay scalar copies. The quantum part keeps only the loads of params (the
+// input's loads, dead there, are gone).
+
+func.func private @layers(%w: memref<3x3xf64>, %out: memref<f64>)
+    attributes {cofactor.qnode, cofactor.diff_method = "adjoint", cofactor.num_inputs = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %w0 = arith.constant 0 : i64
+  %w1 = arith.constant 1 : i64
+  %two = arith.constant 2.0 : f64
+  %a0 = memref.load %w[%c0, %c0] : memref<3x3xf64>
+  %a1 = memref.load %w[%c0, %c1] : memref<3x3xf64>
+  %a2 = memref.load %w[%c0, %c2] : memref<3x3xf64>
+  %b0 = memref.load %w[%c1, %c0] : memref<3x3xf64>
+  %b1 = memref.load %w[%c1, %c1] : memref<3x3xf64>
+  %b2 = memref.load %w[%c1, %c2] : memref<3x3xf64>
+  %d0 = memref.load %w[%c2, %c0] : memref<3x3xf64>
+  %d1 = memref.load %w[%c2, %c1] : memref<3x3xf64>
+  %d2 = memref.load %w[%c2, %c2] : memref<3x3xf64>
+  %s = arith.mulf %a0, %two : f64
+  "quantum.device_acquire"() {num_qubits = 2 : i64} : () -> ()
+  "quantum.gate"(%s, %w1) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%a0, %a1, %a2, %w0) {gate = "Rot", num_params = 3 : i64, num_wires = 1 : i64} : (f64, f64, f64, i64) -> ()
+  "quantum.gate"(%b0, %b1, %b2, %w1) {gate = "Rot", num_params = 3 : i64, num_wires = 1 : i64} : (f64, f64, f64, i64) -> ()
+  "quantum.gate"(%w0, %w1) {gate = "CNOT", num_params = 0 : i64, num_wires = 2 : i64} : (i64, i64) -> ()
+  "quantum.gate"(%d0, %d1, %d2, %w0) {gate = "Rot", num_params = 3 : i64, num_wires = 1 : i64} : (f64, f64, f64, i64) -> ()
+  "quantum.gate"(%b2, %b1, %w1) {gate = "U2", num_params = 2 : i64, num_wires = 1 : i64} : (f64, f64, i64) -> ()
+  %obs = "quantum.obs_named"(%w0) {kind = "PauliZ"} : (i64) -> !quantum.obs
+  %e = "quantum.expval"(%obs) : (!quantum.obs) -> f64
+  memref.store %e, %out[] : memref<f64>
+  "quantum.device_release"() : () -> ()
+  return
+}
+func.func @grad(%w: memref<3x3xf64>, %out: memref<f64>, %ct: memref<f64>, %dw: memref<3x3xf64>) {
+  "gradient.vjp"(%w, %out, %ct, %dw) {callee = @layers, num_inputs = 1 : i64,
+      num_outputs = 1 : i64, diff_inputs = [0]}
+      : (memref<3x3xf64>, memref<f64>, memref<f64>, memref<3x3xf64>) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func private @layers(
+// CHECK: %[[PARAMS:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<?xf64>
+// CHECK: %[[A0:.*]] = memref.load %arg0[%{{.*}}, %{{.*}}] : memref<3x3xf64>
+// CHECK: %[[B1:.*]] = memref.load %arg0[%{{.*}}, %{{.*}}] : memref<3x3xf64>
+// CHECK: %[[B2:.*]] = memref.load %arg0[%{{.*}}, %{{.*}}] : memref<3x3xf64>
+// CHECK-NOT: memref.load %arg0
+// CHECK: %[[S:.*]] = arith.mulf %[[A0]]
+// CHECK: memref.store %[[S]], %[[PARAMS]][%{{.*}}] : memref<?xf64>
+// Parameters 1..9 are w[0, 0] .. w[2, 2]: one loop.
+// CHECK: %[[N:.*]] = arith.constant 9 : index
+// CHECK-NEXT: arith.constant 1 : index
+// CHECK-NEXT: scf.for %[[T:.*]] = %{{.*}} to %[[N]] step
+// CHECK: arith.remui %[[T]]
+// CHECK: arith.divui %[[T]]
+// CHECK: %[[V:.*]] = memref.load %arg0[%{{.*}}, %{{.*}}] : memref<3x3xf64>
+// CHECK: %[[ONE:.*]] = arith.constant 1 : index
+// CHECK: %[[K:.*]] = arith.addi %[[T]], %[[ONE]] : index
+// CHECK: memref.store %[[V]], %[[PARAMS]][%[[K]]] : memref<?xf64>
+// CHECK: }
+// U2(w[1, 2], w[1, 1]): two scalar copies.
+// CHECK: memref.store %[[B2]], %[[PARAMS]]
+// CHECK: memref.store %[[B1]], %[[PARAMS]]
+// CHECK: call @layers.quantum(
+
+// CHECK-LABEL: func.func private @layers.quantum(
+// CHECK-NOT: memref.load %arg0
+// CHECK: quantum.device_acquire
+// CHECK-NOT: memref.load %arg0
+// CHECK: quantum.device_release

@@ -38,6 +38,14 @@
 //   `malloc` directly (see mallocVector): both keep Enzyme's type analysis
 //   from mistaking integers for floats.
 //
+// Gate parameters that are elements of an input array (StronglyEntanglingLayers'
+// `weights[l, i, j]`) reach `params` through a loop: a group of at least
+// kMinGather consecutive parameter numbers whose values are loads of one
+// read-only input at evenly spaced constant positions becomes one `scf.for`
+// copy instead of a load and a store per element, so that Enzyme, O2 and code
+// generation see a loop rather than hundreds of scalars (and the gate table of
+// the quantum part reads `params` directly: GateTables.cpp).
+//
 // Mid-circuit measurements are rejected in differentiated QNodes (a count or a
 // parameter that depends on an outcome cannot be replayed faithfully), and so
 // are QNodes with `cofactor.diff_method = "none"`. Matrices of QubitUnitary,
@@ -60,9 +68,12 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BlockAndValueMapping.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Transforms/SideEffectUtils.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <functional>
 
@@ -315,6 +326,172 @@ void stripQuantum(
   }
 }
 
+/// The inputs (the first `numInputs` arguments) that `fn` only reads: every
+/// use is a `memref.load` or `memref.dim`, so their contents do not change
+/// while `fn` runs.
+llvm::SmallPtrSet<Value, 4> readOnlyInputs(func::FuncOp fn,
+                                           unsigned numInputs) {
+  llvm::SmallPtrSet<Value, 4> inputs;
+  for (BlockArgument arg : fn.getArguments().take_front(numInputs))
+    if (llvm::all_of(arg.getUsers(), [](Operation *user) {
+          return isa<memref::LoadOp, memref::DimOp>(user);
+        }))
+      inputs.insert(arg);
+  return inputs;
+}
+
+/// Erases the ops of `fn` whose results nobody uses and that only read memory
+/// (the loads of gate parameters left behind in the clones of a QNode).
+void eraseDeadOps(func::FuncOp fn) {
+  SmallVector<Operation *> ops;
+  fn.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op != fn.getOperation())
+      ops.push_back(op);
+  });
+  // Users come after their definitions in pre-order.
+  for (Operation *op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op))
+      op->erase();
+}
+
+/// The linear (row-major) position of a load at constant indices of a
+/// statically shaped (or rank-1) identity-layout f64 memref.
+Optional<int64_t> constantLinearIndex(memref::LoadOp load) {
+  MemRefType type = load.getMemRefType();
+  if (!type.getElementType().isF64() || !type.getLayout().isIdentity() ||
+      (type.getRank() != 1 && !type.hasStaticShape()))
+    return llvm::None;
+  int64_t linear = 0;
+  for (auto it : llvm::enumerate(load.getIndices())) {
+    APInt index;
+    if (!matchPattern(it.value(), m_ConstantInt(&index)) ||
+        index.isNegative() || index.getActiveBits() > 40)
+      return llvm::None;
+    int64_t dim = type.getDimSize(it.index());
+    if (!ShapedType::isDynamic(dim) && index.getSExtValue() >= dim)
+      return llvm::None;
+    linear = linear * (ShapedType::isDynamic(dim) ? 1 : dim) +
+             index.getSExtValue();
+  }
+  return linear;
+}
+
+/// Groups shorter than this stay scalar copies.
+constexpr size_t kMinGather = 8;
+
+/// `params[k] = input[...]` with a constant k, in the entry block.
+struct ParamCopy {
+  memref::StoreOp store;
+  memref::LoadOp load;
+  int64_t number;
+  int64_t linear;
+};
+
+/// Replaces one group of copies (consecutive numbers, linear positions
+/// `first.linear + t * stride`) by an `scf.for` after the group's last store.
+void emitGather(ArrayRef<ParamCopy> group, int64_t stride, Value params) {
+  Operation *last = group.front().store;
+  for (const ParamCopy &copy : group)
+    if (last->isBeforeInBlock(copy.store))
+      last = copy.store;
+  Location loc = last->getLoc();
+  OpBuilder b(last->getContext());
+  b.setInsertionPointAfter(last);
+  memref::LoadOp firstLoad = group.front().load;
+  Value source = firstLoad.getMemRef();
+  MemRefType type = source.getType().cast<MemRefType>();
+  Value lower = b.create<arith::ConstantIndexOp>(loc, 0);
+  Value upper = b.create<arith::ConstantIndexOp>(loc, group.size());
+  Value one = b.create<arith::ConstantIndexOp>(loc, 1);
+  auto loop = b.create<scf::ForOp>(loc, lower, upper, one);
+  b.setInsertionPointToStart(loop.getBody());
+  Value t = loop.getInductionVar();
+  // position = first + t * stride (stride may be negative), delinearized.
+  Value position = t;
+  if (stride != 1)
+    position = b.create<arith::MulIOp>(
+        loc, t, b.create<arith::ConstantIndexOp>(loc, stride));
+  if (group.front().linear != 0)
+    position = b.create<arith::AddIOp>(
+        loc, position,
+        b.create<arith::ConstantIndexOp>(loc, group.front().linear));
+  SmallVector<Value> indices(type.getRank());
+  for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+    if (d == 0) {
+      indices[d] = position;
+      break;
+    }
+    Value dim = b.create<arith::ConstantIndexOp>(loc, type.getDimSize(d));
+    indices[d] = b.create<arith::RemUIOp>(loc, position, dim);
+    position = b.create<arith::DivUIOp>(loc, position, dim);
+  }
+  Value value = b.create<memref::LoadOp>(loc, source, indices);
+  Value number = t;
+  if (group.front().number != 0)
+    number = b.create<arith::AddIOp>(
+        loc, t, b.create<arith::ConstantIndexOp>(loc, group.front().number));
+  b.create<memref::StoreOp>(loc, value, params, number);
+  for (const ParamCopy &copy : group) {
+    memref::LoadOp load = copy.load;
+    memref::StoreOp store = copy.store;
+    Operation *numberDef = store.getIndices()[0].getDefiningOp();
+    store->erase();
+    if (numberDef && numberDef->use_empty())
+      numberDef->erase();
+    if (load->use_empty()) {
+      SmallVector<Value> loadIndices(load.getIndices());
+      load->erase();
+      for (Value index : loadIndices)
+        if (Operation *def = index.getDefiningOp())
+          if (def->use_empty() && isa<arith::ConstantOp>(def))
+            def->erase();
+    }
+  }
+}
+
+/// Turns the copies `params[k] = input[...]` of the preprocessing's entry
+/// block into loops where they form groups (see the file comment). Only
+/// read-only inputs qualify: their elements are the same wherever the copy
+/// happens, so the loop may read them after the original loads' position.
+void gatherParameterCopies(func::FuncOp fn, Value params,
+                           const llvm::SmallPtrSetImpl<Value> &readOnly) {
+  SmallVector<ParamCopy> copies;
+  for (Operation &op : fn.getBody().front()) {
+    auto store = dyn_cast<memref::StoreOp>(op);
+    if (!store || store.getMemRef() != params)
+      continue;
+    APInt number;
+    if (!matchPattern(store.getIndices()[0], m_ConstantInt(&number)))
+      continue;
+    auto load = store.getValue().getDefiningOp<memref::LoadOp>();
+    if (!load || !readOnly.contains(load.getMemRef()))
+      continue;
+    if (Optional<int64_t> linear = constantLinearIndex(load))
+      copies.push_back({store, load, number.getSExtValue(), *linear});
+  }
+  llvm::sort(copies, [](const ParamCopy &a, const ParamCopy &b) {
+    return a.number < b.number;
+  });
+  for (size_t i = 0; i < copies.size();) {
+    ParamCopy first = copies[i];
+    size_t j = i + 1;
+    int64_t stride = 0;
+    if (j < copies.size() &&
+        copies[j].load.getMemRef() == first.load.getMemRef())
+      stride = copies[j].linear - first.linear;
+    while (stride != 0 && j < copies.size() &&
+           copies[j].load.getMemRef() == first.load.getMemRef() &&
+           copies[j].number == first.number + int64_t(j - i) &&
+           copies[j].linear == first.linear + int64_t(j - i) * stride)
+      ++j;
+    if (stride == 0)
+      j = i + 1;
+    if (j - i >= kMinGather)
+      emitGather(ArrayRef<ParamCopy>(copies).slice(i, j - i), stride, params);
+    i = j;
+  }
+}
+
 class QNodeSplitter {
 public:
   QNodeSplitter(ModuleOp module, SymbolTable &symbols)
@@ -341,7 +518,8 @@ private:
   func::FuncOp emitJacobian(func::FuncOp quantum, unsigned numInputs,
                             int64_t numResults, StringRef runtimeJacobian);
   void emitPreprocessing(func::FuncOp qnode, unsigned numInputs,
-                         func::FuncOp pcount, func::FuncOp quantum);
+                         func::FuncOp pcount, func::FuncOp quantum,
+                         const llvm::SmallPtrSetImpl<Value> &readOnly);
 
   ModuleOp module;
   SymbolTable &symbols;
@@ -373,6 +551,7 @@ func::FuncOp QNodeSplitter::emitParamCount(func::FuncOp qnode,
     Value count = counter.total(b, ret.getLoc());
     b.create<memref::StoreOp>(ret.getLoc(), count, slot);
   });
+  eraseDeadOps(fn);
   return fn;
 }
 
@@ -400,6 +579,7 @@ func::FuncOp QNodeSplitter::emitQuantum(func::FuncOp qnode,
       ps[k]->set(b.create<memref::LoadOp>(loc, params, index));
     }
   });
+  eraseDeadOps(fn);
   return fn;
 }
 
@@ -455,7 +635,8 @@ func::FuncOp QNodeSplitter::emitJacobian(func::FuncOp quantum,
 
 void QNodeSplitter::emitPreprocessing(func::FuncOp qnode, unsigned numInputs,
                                       func::FuncOp pcount,
-                                      func::FuncOp quantum) {
+                                      func::FuncOp quantum,
+                                      const llvm::SmallPtrSetImpl<Value> &readOnly) {
   Location loc = qnode.getLoc();
   unsigned numArgs = qnode.getNumArguments();
   (void)redirectOutputs(qnode, numInputs, numArgs - numInputs);
@@ -484,6 +665,7 @@ void QNodeSplitter::emitPreprocessing(func::FuncOp qnode, unsigned numInputs,
           gb.create<memref::StoreOp>(gloc, ps[k]->get(), params, index);
         }
       });
+  gatherParameterCopies(qnode, params, readOnly);
   beforeEachReturn(qnode, [&](OpBuilder &rb, func::ReturnOp ret) {
     SmallVector<Value> args(ins);
     args.push_back(params);
@@ -533,6 +715,8 @@ LogicalResult QNodeSplitter::split(func::FuncOp qnode) {
   if (measured.wasInterrupted())
     return failure();
 
+  // Before the clones and the preprocessing add uses of the inputs.
+  llvm::SmallPtrSet<Value, 4> readOnly = readOnlyInputs(qnode, numInputs);
   func::FuncOp pcount = emitParamCount(qnode, numInputs);
   func::FuncOp quantum = emitQuantum(qnode, numInputs);
   // The adjoint method by default ("adjoint", "best"); parameter-shift replays the
@@ -544,7 +728,7 @@ LogicalResult QNodeSplitter::split(func::FuncOp qnode) {
   func::FuncOp jacobian =
       emitJacobian(quantum, numInputs, numResults, runtimeJacobian);
   quantum->setAttr(attr::kJacobian, FlatSymbolRefAttr::get(jacobian));
-  emitPreprocessing(qnode, numInputs, pcount, quantum);
+  emitPreprocessing(qnode, numInputs, pcount, quantum, readOnly);
   return success();
 }
 
