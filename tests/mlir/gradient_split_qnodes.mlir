@@ -287,3 +287,133 @@ func.func @grad(%w: memref<3x3xf64>, %out: memref<f64>, %ct: memref<f64>, %dw: m
 // CHECK: quantum.device_acquire
 // CHECK-NOT: memref.load %arg0
 // CHECK: quantum.device_release
+
+// -----
+
+// The same from a buffer computed inside the QNode (np.sin(x) by a loop): a loop when
+// nothing writes the buffer between the group's loads and its last copy (@settled), the
+// per-element copies when something does (@rewritten: the values the gates saw differ
+// from the buffer's contents at the end).
+
+func.func private @settled(%x: memref<8xf64>, %out: memref<f64>)
+    attributes {cofactor.qnode, cofactor.diff_method = "adjoint", cofactor.num_inputs = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %c6 = arith.constant 6 : index
+  %c7 = arith.constant 7 : index
+  %c8 = arith.constant 8 : index
+  %w0 = arith.constant 0 : i64
+  %buf = memref.alloc() : memref<8xf64>
+  scf.for %i = %c0 to %c8 step %c1 {
+    %xi = memref.load %x[%i] : memref<8xf64>
+    %si = math.sin %xi : f64
+    memref.store %si, %buf[%i] : memref<8xf64>
+  }
+  %b0 = memref.load %buf[%c0] : memref<8xf64>
+  %b1 = memref.load %buf[%c1] : memref<8xf64>
+  %b2 = memref.load %buf[%c2] : memref<8xf64>
+  %b3 = memref.load %buf[%c3] : memref<8xf64>
+  %b4 = memref.load %buf[%c4] : memref<8xf64>
+  %b5 = memref.load %buf[%c5] : memref<8xf64>
+  %b6 = memref.load %buf[%c6] : memref<8xf64>
+  %b7 = memref.load %buf[%c7] : memref<8xf64>
+  "quantum.device_acquire"() {num_qubits = 1 : i64} : () -> ()
+  "quantum.gate"(%b0, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b1, %w0) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b2, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b3, %w0) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b4, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b5, %w0) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b6, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b7, %w0) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  %obs = "quantum.obs_named"(%w0) {kind = "PauliZ"} : (i64) -> !quantum.obs
+  %e = "quantum.expval"(%obs) : (!quantum.obs) -> f64
+  memref.store %e, %out[] : memref<f64>
+  "quantum.device_release"() : () -> ()
+  memref.dealloc %buf : memref<8xf64>
+  return
+}
+
+func.func private @rewritten(%x: memref<8xf64>, %out: memref<f64>)
+    attributes {cofactor.qnode, cofactor.diff_method = "adjoint", cofactor.num_inputs = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %c6 = arith.constant 6 : index
+  %c7 = arith.constant 7 : index
+  %c8 = arith.constant 8 : index
+  %w0 = arith.constant 0 : i64
+  %buf = memref.alloc() : memref<8xf64>
+  scf.for %i = %c0 to %c8 step %c1 {
+    %xi = memref.load %x[%i] : memref<8xf64>
+    memref.store %xi, %buf[%i] : memref<8xf64>
+  }
+  %b0 = memref.load %buf[%c0] : memref<8xf64>
+  %b1 = memref.load %buf[%c1] : memref<8xf64>
+  %b2 = memref.load %buf[%c2] : memref<8xf64>
+  %b3 = memref.load %buf[%c3] : memref<8xf64>
+  %b4 = memref.load %buf[%c4] : memref<8xf64>
+  %b5 = memref.load %buf[%c5] : memref<8xf64>
+  %b6 = memref.load %buf[%c6] : memref<8xf64>
+  %b7 = memref.load %buf[%c7] : memref<8xf64>
+  "quantum.device_acquire"() {num_qubits = 1 : i64} : () -> ()
+  "quantum.gate"(%b0, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b1, %w0) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b2, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b3, %w0) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  // The buffer changes after four of the group's loads were read.
+  memref.store %b0, %buf[%c5] : memref<8xf64>
+  "quantum.gate"(%b4, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b5, %w0) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b6, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b7, %w0) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  %obs = "quantum.obs_named"(%w0) {kind = "PauliZ"} : (i64) -> !quantum.obs
+  %e = "quantum.expval"(%obs) : (!quantum.obs) -> f64
+  memref.store %e, %out[] : memref<f64>
+  "quantum.device_release"() : () -> ()
+  memref.dealloc %buf : memref<8xf64>
+  return
+}
+
+func.func @grad(%x: memref<8xf64>, %out: memref<f64>, %ct: memref<f64>, %dx: memref<8xf64>) {
+  "gradient.vjp"(%x, %out, %ct, %dx) {callee = @settled, num_inputs = 1 : i64,
+      num_outputs = 1 : i64, diff_inputs = [0]}
+      : (memref<8xf64>, memref<f64>, memref<f64>, memref<8xf64>) -> ()
+  "gradient.vjp"(%x, %out, %ct, %dx) {callee = @rewritten, num_inputs = 1 : i64,
+      num_outputs = 1 : i64, diff_inputs = [0]}
+      : (memref<8xf64>, memref<f64>, memref<f64>, memref<8xf64>) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func private @settled(
+// CHECK: %[[PARAMS:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<?xf64>
+// CHECK: %[[BUF:.*]] = memref.alloc() : memref<8xf64>
+// CHECK: scf.for
+// CHECK: math.sin
+// CHECK: }
+// CHECK-NOT: memref.load %[[BUF]]
+// CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT: %[[V:.*]] = memref.load %[[BUF]][%[[T]]] : memref<8xf64>
+// CHECK-NEXT: memref.store %[[V]], %[[PARAMS]][%[[T]]] : memref<?xf64>
+// CHECK: memref.dealloc %[[BUF]]
+// CHECK: call @settled.quantum(
+
+// CHECK-LABEL: func.func private @rewritten(
+// CHECK: %[[PARAMS:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<?xf64>
+// CHECK: %[[BUF:.*]] = memref.alloc() : memref<8xf64>
+// CHECK: scf.for
+// CHECK: }
+// CHECK: %[[B0:.*]] = memref.load %[[BUF]]
+// CHECK-COUNT-7: memref.load %[[BUF]]
+// CHECK-NOT: scf.for
+// CHECK: memref.store %[[B0]], %[[PARAMS]]
+// CHECK: memref.store %[[B0]], %[[BUF]]
+// CHECK-NOT: scf.for
+// CHECK: call @rewritten.quantum(

@@ -41,7 +41,8 @@
 // Gate parameters that are elements of an input array (StronglyEntanglingLayers'
 // `weights[l, i, j]`) reach `params` through a loop: a group of at least
 // kMinGather consecutive parameter numbers whose values are loads of one
-// read-only input at evenly spaced constant positions becomes one `scf.for`
+// read-only input (or of a buffer computed in the QNode and not written while
+// the group is read) at evenly spaced constant positions becomes one `scf.for`
 // copy instead of a load and a store per element, so that Enzyme, O2 and code
 // generation see a loop rather than hundreds of scalars (and the gate table of
 // the quantum part reads `params` directly: GateTables.cpp).
@@ -431,32 +432,64 @@ void emitGather(ArrayRef<ParamCopy> group, int64_t stride, Value params) {
     number = b.create<arith::AddIOp>(
         loc, t, b.create<arith::ConstantIndexOp>(loc, group.front().number));
   b.create<memref::StoreOp>(loc, value, params, number);
+  // Then the copies, the loads only they used, and the constants only those
+  // used (one constant may index several dimensions: a set).
+  llvm::SetVector<Operation *> constants;
+  auto noteConstant = [&](Value value) {
+    if (auto c = value.getDefiningOp<arith::ConstantOp>())
+      constants.insert(c);
+  };
   for (const ParamCopy &copy : group) {
     memref::LoadOp load = copy.load;
     memref::StoreOp store = copy.store;
-    Operation *numberDef = store.getIndices()[0].getDefiningOp();
+    noteConstant(store.getIndices()[0]);
     store->erase();
-    if (numberDef && numberDef->use_empty())
-      numberDef->erase();
     if (load->use_empty()) {
-      SmallVector<Value> loadIndices(load.getIndices());
+      for (Value index : load.getIndices())
+        noteConstant(index);
       load->erase();
-      for (Value index : loadIndices)
-        if (Operation *def = index.getDefiningOp())
-          if (def->use_empty() && isa<arith::ConstantOp>(def))
-            def->erase();
     }
   }
+  for (Operation *c : constants)
+    if (c->use_empty())
+      c->erase();
+}
+
+/// True when `buffer`, a memref allocated in the entry block `entry`, is not
+/// written between `first` (the group's earliest load) and `last` (where the
+/// loop goes): every user but its loads sits (through its ancestor in `entry`)
+/// before `first` or after `last`, and none makes an alias of it.
+bool settledBetween(Value buffer, Block &entry, Operation *first,
+                    Operation *last) {
+  for (Operation *user : buffer.getUsers()) {
+    if (isa<memref::LoadOp>(user))
+      continue;
+    if (llvm::any_of(user->getResultTypes(),
+                     [](Type t) { return t.isa<BaseMemRefType>(); }))
+      return false; // a view: writes through it are not visible here
+    Operation *top = entry.findAncestorOpInBlock(*user);
+    if (!top || !(top->isBeforeInBlock(first) || last->isBeforeInBlock(top)))
+      return false;
+  }
+  return true;
 }
 
 /// Turns the copies `params[k] = input[...]` of the preprocessing's entry
-/// block into loops where they form groups (see the file comment). Only
-/// read-only inputs qualify: their elements are the same wherever the copy
-/// happens, so the loop may read them after the original loads' position.
+/// block into loops where they form groups (see the file comment). The source
+/// must hold the same elements where the loop reads them as where the copies
+/// did: a read-only input, or a buffer allocated in the entry block that
+/// nothing writes between the group's first load and its last copy (numpy
+/// functions of the inputs computed inside the QNode, e.g. `np.sin(w)`).
 void gatherParameterCopies(func::FuncOp fn, Value params,
                            const llvm::SmallPtrSetImpl<Value> &readOnly) {
+  Block &entry = fn.getBody().front();
+  auto isLocalBuffer = [&](Value buffer) {
+    Operation *def = buffer.getDefiningOp();
+    return def && def->getBlock() == &entry &&
+           isa<memref::AllocOp, memref::AllocaOp>(def);
+  };
   SmallVector<ParamCopy> copies;
-  for (Operation &op : fn.getBody().front()) {
+  for (Operation &op : entry) {
     auto store = dyn_cast<memref::StoreOp>(op);
     if (!store || store.getMemRef() != params)
       continue;
@@ -464,7 +497,9 @@ void gatherParameterCopies(func::FuncOp fn, Value params,
     if (!matchPattern(store.getIndices()[0], m_ConstantInt(&number)))
       continue;
     auto load = store.getValue().getDefiningOp<memref::LoadOp>();
-    if (!load || !readOnly.contains(load.getMemRef()))
+    if (!load || load->getBlock() != &entry ||
+        !(readOnly.contains(load.getMemRef()) ||
+          isLocalBuffer(load.getMemRef())))
       continue;
     if (Optional<int64_t> linear = constantLinearIndex(load))
       copies.push_back({store, load, number.getSExtValue(), *linear});
@@ -472,6 +507,20 @@ void gatherParameterCopies(func::FuncOp fn, Value params,
   llvm::sort(copies, [](const ParamCopy &a, const ParamCopy &b) {
     return a.number < b.number;
   });
+  auto settled = [&](ArrayRef<ParamCopy> group) {
+    Value source = ParamCopy(group.front()).load.getMemRef();
+    if (readOnly.contains(source))
+      return true;
+    Operation *first = group.front().load;
+    Operation *last = group.front().store;
+    for (const ParamCopy &copy : group) {
+      if (copy.load->isBeforeInBlock(first))
+        first = copy.load;
+      if (last->isBeforeInBlock(copy.store))
+        last = copy.store;
+    }
+    return settledBetween(source, entry, first, last);
+  };
   for (size_t i = 0; i < copies.size();) {
     ParamCopy first = copies[i];
     size_t j = i + 1;
@@ -486,8 +535,9 @@ void gatherParameterCopies(func::FuncOp fn, Value params,
       ++j;
     if (stride == 0)
       j = i + 1;
-    if (j - i >= kMinGather)
-      emitGather(ArrayRef<ParamCopy>(copies).slice(i, j - i), stride, params);
+    ArrayRef<ParamCopy> group = ArrayRef<ParamCopy>(copies).slice(i, j - i);
+    if (group.size() >= kMinGather && settled(group))
+      emitGather(group, stride, params);
     i = j;
   }
 }
