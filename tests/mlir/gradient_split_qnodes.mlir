@@ -212,3 +212,208 @@ func.func @grad(%x: memref<f64>, %out: memref<f64>, %ct: memref<f64>, %dx: memre
       : (memref<f64>, memref<f64>, memref<f64>, memref<f64>) -> ()
   return
 }
+
+// -----
+
+// Gate parameters that are consecutive elements of a read-only input (the weights of
+// StronglyEntanglingLayers) reach params through one loop; a computed parameter and a
+// short group stay scalar copies. The quantum part keeps only the loads of params (the
+// input's loads, dead there, are gone).
+
+func.func private @layers(%w: memref<3x3xf64>, %out: memref<f64>)
+    attributes {cofactor.qnode, cofactor.diff_method = "adjoint", cofactor.num_inputs = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %w0 = arith.constant 0 : i64
+  %w1 = arith.constant 1 : i64
+  %two = arith.constant 2.0 : f64
+  %a0 = memref.load %w[%c0, %c0] : memref<3x3xf64>
+  %a1 = memref.load %w[%c0, %c1] : memref<3x3xf64>
+  %a2 = memref.load %w[%c0, %c2] : memref<3x3xf64>
+  %b0 = memref.load %w[%c1, %c0] : memref<3x3xf64>
+  %b1 = memref.load %w[%c1, %c1] : memref<3x3xf64>
+  %b2 = memref.load %w[%c1, %c2] : memref<3x3xf64>
+  %d0 = memref.load %w[%c2, %c0] : memref<3x3xf64>
+  %d1 = memref.load %w[%c2, %c1] : memref<3x3xf64>
+  %d2 = memref.load %w[%c2, %c2] : memref<3x3xf64>
+  %s = arith.mulf %a0, %two : f64
+  "quantum.device_acquire"() {num_qubits = 2 : i64} : () -> ()
+  "quantum.gate"(%s, %w1) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%a0, %a1, %a2, %w0) {gate = "Rot", num_params = 3 : i64, num_wires = 1 : i64} : (f64, f64, f64, i64) -> ()
+  "quantum.gate"(%b0, %b1, %b2, %w1) {gate = "Rot", num_params = 3 : i64, num_wires = 1 : i64} : (f64, f64, f64, i64) -> ()
+  "quantum.gate"(%w0, %w1) {gate = "CNOT", num_params = 0 : i64, num_wires = 2 : i64} : (i64, i64) -> ()
+  "quantum.gate"(%d0, %d1, %d2, %w0) {gate = "Rot", num_params = 3 : i64, num_wires = 1 : i64} : (f64, f64, f64, i64) -> ()
+  "quantum.gate"(%b2, %b1, %w1) {gate = "U2", num_params = 2 : i64, num_wires = 1 : i64} : (f64, f64, i64) -> ()
+  %obs = "quantum.obs_named"(%w0) {kind = "PauliZ"} : (i64) -> !quantum.obs
+  %e = "quantum.expval"(%obs) : (!quantum.obs) -> f64
+  memref.store %e, %out[] : memref<f64>
+  "quantum.device_release"() : () -> ()
+  return
+}
+func.func @grad(%w: memref<3x3xf64>, %out: memref<f64>, %ct: memref<f64>, %dw: memref<3x3xf64>) {
+  "gradient.vjp"(%w, %out, %ct, %dw) {callee = @layers, num_inputs = 1 : i64,
+      num_outputs = 1 : i64, diff_inputs = [0]}
+      : (memref<3x3xf64>, memref<f64>, memref<f64>, memref<3x3xf64>) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func private @layers(
+// CHECK: %[[PARAMS:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<?xf64>
+// CHECK: %[[A0:.*]] = memref.load %arg0[%{{.*}}, %{{.*}}] : memref<3x3xf64>
+// CHECK: %[[B1:.*]] = memref.load %arg0[%{{.*}}, %{{.*}}] : memref<3x3xf64>
+// CHECK: %[[B2:.*]] = memref.load %arg0[%{{.*}}, %{{.*}}] : memref<3x3xf64>
+// CHECK-NOT: memref.load %arg0
+// CHECK: %[[S:.*]] = arith.mulf %[[A0]]
+// CHECK: memref.store %[[S]], %[[PARAMS]][%{{.*}}] : memref<?xf64>
+// Parameters 1..9 are w[0, 0] .. w[2, 2]: one loop.
+// CHECK: %[[N:.*]] = arith.constant 9 : index
+// CHECK-NEXT: arith.constant 1 : index
+// CHECK-NEXT: scf.for %[[T:.*]] = %{{.*}} to %[[N]] step
+// CHECK: arith.remui %[[T]]
+// CHECK: arith.divui %[[T]]
+// CHECK: %[[V:.*]] = memref.load %arg0[%{{.*}}, %{{.*}}] : memref<3x3xf64>
+// CHECK: %[[ONE:.*]] = arith.constant 1 : index
+// CHECK: %[[K:.*]] = arith.addi %[[T]], %[[ONE]] : index
+// CHECK: memref.store %[[V]], %[[PARAMS]][%[[K]]] : memref<?xf64>
+// CHECK: }
+// U2(w[1, 2], w[1, 1]): two scalar copies.
+// CHECK: memref.store %[[B2]], %[[PARAMS]]
+// CHECK: memref.store %[[B1]], %[[PARAMS]]
+// CHECK: call @layers.quantum(
+
+// CHECK-LABEL: func.func private @layers.quantum(
+// CHECK-NOT: memref.load %arg0
+// CHECK: quantum.device_acquire
+// CHECK-NOT: memref.load %arg0
+// CHECK: quantum.device_release
+
+// -----
+
+// The same from a buffer computed inside the QNode (np.sin(x) by a loop): a loop when
+// nothing writes the buffer between the group's loads and its last copy (@settled), the
+// per-element copies when something does (@rewritten: the values the gates saw differ
+// from the buffer's contents at the end).
+
+func.func private @settled(%x: memref<8xf64>, %out: memref<f64>)
+    attributes {cofactor.qnode, cofactor.diff_method = "adjoint", cofactor.num_inputs = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %c6 = arith.constant 6 : index
+  %c7 = arith.constant 7 : index
+  %c8 = arith.constant 8 : index
+  %w0 = arith.constant 0 : i64
+  %buf = memref.alloc() : memref<8xf64>
+  scf.for %i = %c0 to %c8 step %c1 {
+    %xi = memref.load %x[%i] : memref<8xf64>
+    %si = math.sin %xi : f64
+    memref.store %si, %buf[%i] : memref<8xf64>
+  }
+  %b0 = memref.load %buf[%c0] : memref<8xf64>
+  %b1 = memref.load %buf[%c1] : memref<8xf64>
+  %b2 = memref.load %buf[%c2] : memref<8xf64>
+  %b3 = memref.load %buf[%c3] : memref<8xf64>
+  %b4 = memref.load %buf[%c4] : memref<8xf64>
+  %b5 = memref.load %buf[%c5] : memref<8xf64>
+  %b6 = memref.load %buf[%c6] : memref<8xf64>
+  %b7 = memref.load %buf[%c7] : memref<8xf64>
+  "quantum.device_acquire"() {num_qubits = 1 : i64} : () -> ()
+  "quantum.gate"(%b0, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b1, %w0) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b2, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b3, %w0) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b4, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b5, %w0) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b6, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b7, %w0) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  %obs = "quantum.obs_named"(%w0) {kind = "PauliZ"} : (i64) -> !quantum.obs
+  %e = "quantum.expval"(%obs) : (!quantum.obs) -> f64
+  memref.store %e, %out[] : memref<f64>
+  "quantum.device_release"() : () -> ()
+  memref.dealloc %buf : memref<8xf64>
+  return
+}
+
+func.func private @rewritten(%x: memref<8xf64>, %out: memref<f64>)
+    attributes {cofactor.qnode, cofactor.diff_method = "adjoint", cofactor.num_inputs = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %c6 = arith.constant 6 : index
+  %c7 = arith.constant 7 : index
+  %c8 = arith.constant 8 : index
+  %w0 = arith.constant 0 : i64
+  %buf = memref.alloc() : memref<8xf64>
+  scf.for %i = %c0 to %c8 step %c1 {
+    %xi = memref.load %x[%i] : memref<8xf64>
+    memref.store %xi, %buf[%i] : memref<8xf64>
+  }
+  %b0 = memref.load %buf[%c0] : memref<8xf64>
+  %b1 = memref.load %buf[%c1] : memref<8xf64>
+  %b2 = memref.load %buf[%c2] : memref<8xf64>
+  %b3 = memref.load %buf[%c3] : memref<8xf64>
+  %b4 = memref.load %buf[%c4] : memref<8xf64>
+  %b5 = memref.load %buf[%c5] : memref<8xf64>
+  %b6 = memref.load %buf[%c6] : memref<8xf64>
+  %b7 = memref.load %buf[%c7] : memref<8xf64>
+  "quantum.device_acquire"() {num_qubits = 1 : i64} : () -> ()
+  "quantum.gate"(%b0, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b1, %w0) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b2, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b3, %w0) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  // The buffer changes after four of the group's loads were read.
+  memref.store %b0, %buf[%c5] : memref<8xf64>
+  "quantum.gate"(%b4, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b5, %w0) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b6, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b7, %w0) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  %obs = "quantum.obs_named"(%w0) {kind = "PauliZ"} : (i64) -> !quantum.obs
+  %e = "quantum.expval"(%obs) : (!quantum.obs) -> f64
+  memref.store %e, %out[] : memref<f64>
+  "quantum.device_release"() : () -> ()
+  memref.dealloc %buf : memref<8xf64>
+  return
+}
+
+func.func @grad(%x: memref<8xf64>, %out: memref<f64>, %ct: memref<f64>, %dx: memref<8xf64>) {
+  "gradient.vjp"(%x, %out, %ct, %dx) {callee = @settled, num_inputs = 1 : i64,
+      num_outputs = 1 : i64, diff_inputs = [0]}
+      : (memref<8xf64>, memref<f64>, memref<f64>, memref<8xf64>) -> ()
+  "gradient.vjp"(%x, %out, %ct, %dx) {callee = @rewritten, num_inputs = 1 : i64,
+      num_outputs = 1 : i64, diff_inputs = [0]}
+      : (memref<8xf64>, memref<f64>, memref<f64>, memref<8xf64>) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func private @settled(
+// CHECK: %[[PARAMS:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<?xf64>
+// CHECK: %[[BUF:.*]] = memref.alloc() : memref<8xf64>
+// CHECK: scf.for
+// CHECK: math.sin
+// CHECK: }
+// CHECK-NOT: memref.load %[[BUF]]
+// CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT: %[[V:.*]] = memref.load %[[BUF]][%[[T]]] : memref<8xf64>
+// CHECK-NEXT: memref.store %[[V]], %[[PARAMS]][%[[T]]] : memref<?xf64>
+// CHECK: memref.dealloc %[[BUF]]
+// CHECK: call @settled.quantum(
+
+// CHECK-LABEL: func.func private @rewritten(
+// CHECK: %[[PARAMS:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<?xf64>
+// CHECK: %[[BUF:.*]] = memref.alloc() : memref<8xf64>
+// CHECK: scf.for
+// CHECK: }
+// CHECK: %[[B0:.*]] = memref.load %[[BUF]]
+// CHECK-COUNT-7: memref.load %[[BUF]]
+// CHECK-NOT: scf.for
+// CHECK: memref.store %[[B0]], %[[PARAMS]]
+// CHECK: memref.store %[[B0]], %[[BUF]]
+// CHECK-NOT: scf.for
+// CHECK: call @rewritten.quantum(

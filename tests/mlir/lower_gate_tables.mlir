@@ -12,6 +12,13 @@
 // RY(theta) on 0, CZ(0, 1) in the loop body:
 // CHECK-DAG: llvm.mlir.global internal constant @cf_gate_table_2(dense<[9, 1, 1, 0, 0, 0, 0, 18, 0, 2, 0, 0, 1, 0, 1]> : tensor<15xi64>)
 // CHECK-DAG: func.func private @cf_rt_gate_table(!llvm.ptr<i64>, i64, !llvm.ptr<f64>, !llvm.ptr<i64>)
+// The function @direct below:
+// Rot(p[4], p[5], p[6]) on 0; CNOT(0, 1); RX(p[7]) on 1; H(0):
+// CHECK-DAG: llvm.mlir.global internal constant @cf_gate_table_3(dense<[12, 3, 1, 0, 0, 4, 0, 16, 0, 2, 0, 0, 0, 0, 1, 8, 1, 1, 0, 0, 7, 1, 1, 0, 1, 0, 0, 0, 0]> : tensor<29xi64>)
+// RY(w[1, 0]) on 0; RZ(w[1, 2]) on 1 (a 2x3 memref: linear indices 3 and 5):
+// CHECK-DAG: llvm.mlir.global internal constant @cf_gate_table_4(dense<[9, 1, 1, 0, 0, 3, 0, 10, 1, 1, 0, 0, 5, 1]> : tensor<14xi64>)
+// A store between a load and the run: the values go through the stack buffer.
+// CHECK-DAG: llvm.mlir.global internal constant @cf_gate_table_5(dense<[8, 1, 1, 0, 0, 0, 0, 9, 1, 1, 0, 0, 1, 1]> : tensor<14xi64>)
 
 // CHECK-LABEL: func.func @run(
 // CHECK-SAME: %[[THETA:.*]]: f64, %[[W:.*]]: i64, %[[M:.*]]: memref<2xf64>)
@@ -72,5 +79,63 @@ func.func @run(%theta: f64, %w: i64, %m: memref<2xf64>) {
   // CHECK: call @cf_rt_device_release
   "quantum.device_release"() : () -> ()
   // CHECK-NOT: quantum.
+  return
+}
+
+// When every parameter of a run is a load of one f64 memref at constant indices (the
+// quantum part of a split QNode reads params[k]), the call passes that memref's data and
+// param_offset is each element's linear index in it: nothing is stored per parameter.
+// CHECK-LABEL: func.func @direct(
+// CHECK-SAME: %[[P:.*]]: memref<?xf64>, %[[W:.*]]: memref<2x3xf64>)
+func.func @direct(%p: memref<?xf64>, %w: memref<2x3xf64>) {
+  %w0 = arith.constant 0 : i64
+  %w1 = arith.constant 1 : i64
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %c6 = arith.constant 6 : index
+  %c7 = arith.constant 7 : index
+  // CHECK: %[[PARAMS:.*]] = llvm.alloca
+  "quantum.device_acquire"() {num_qubits = 2 : i64} : () -> ()
+  %a = memref.load %p[%c4] : memref<?xf64>
+  %b = memref.load %p[%c5] : memref<?xf64>
+  %c = memref.load %p[%c6] : memref<?xf64>
+  "quantum.gate"(%a, %b, %c, %w0) {gate = "Rot", num_params = 3 : i64, num_wires = 1 : i64} : (f64, f64, f64, i64) -> ()
+  "quantum.gate"(%w0, %w1) {gate = "CNOT", num_params = 0 : i64, num_wires = 2 : i64} : (i64, i64) -> ()
+  %d = memref.load %p[%c7] : memref<?xf64>
+  "quantum.gate"(%d, %w1) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%w0) {gate = "Hadamard", num_params = 0 : i64, num_wires = 1 : i64} : (i64) -> ()
+  // CHECK-NOT: memref.load
+  // CHECK: %[[T3:.*]] = llvm.mlir.addressof @cf_gate_table_3
+  // CHECK: %[[T3P:.*]] = llvm.getelementptr %[[T3]]
+  // CHECK: %[[PD:.*]] = builtin.unrealized_conversion_cast %[[P]] : memref<?xf64> to !llvm.struct
+  // CHECK: %[[PA:.*]] = llvm.extractvalue %[[PD]][1]
+  // CHECK: %[[PO:.*]] = llvm.extractvalue %[[PD]][2]
+  // CHECK: %[[PP:.*]] = llvm.getelementptr %[[PA]][%[[PO]]]
+  // CHECK-NOT: llvm.store
+  // CHECK: call @cf_rt_gate_table(%[[T3P]], %{{.*}}, %[[PP]], %{{.*}})
+  %m = "quantum.measure"(%w1) : (i64) -> i1
+  %e = memref.load %w[%c1, %c0] : memref<2x3xf64>
+  %f = memref.load %w[%c1, %c2] : memref<2x3xf64>
+  "quantum.gate"(%e, %w0) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%f, %w1) {gate = "RZ", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  // CHECK: call @cf_rt_measure
+  // CHECK: %[[T4:.*]] = llvm.mlir.addressof @cf_gate_table_4
+  // CHECK: builtin.unrealized_conversion_cast %[[W]] : memref<2x3xf64>
+  // CHECK-NOT: llvm.store
+  // CHECK: call @cf_rt_gate_table(
+  %g = memref.load %p[%c0] : memref<?xf64>
+  %h = memref.load %p[%c1] : memref<?xf64>
+  memref.store %g, %p[%c2] : memref<?xf64>
+  "quantum.gate"(%g, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%h, %w1) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  // CHECK: memref.store
+  // CHECK: %[[T5:.*]] = llvm.mlir.addressof @cf_gate_table_5
+  // CHECK: llvm.store %{{.*}}, %{{.*}} : !llvm.ptr<f64>
+  // CHECK: llvm.store %{{.*}}, %{{.*}} : !llvm.ptr<f64>
+  // CHECK: call @cf_rt_gate_table(%{{.*}}, %{{.*}}, %[[PARAMS]], %{{.*}})
+  "quantum.device_release"() : () -> ()
   return
 }

@@ -9,6 +9,11 @@
 // validation, error messages and the recorded tape are those of the per-gate
 // calls.
 //
+// When every parameter of a run is a load of one f64 memref at constant
+// indices (the quantum part of a split QNode reads `params[k]`, k constant),
+// the call passes that memref's data and each record's param_offset is the
+// element's linear index in it: no per-parameter code at all.
+//
 //===----------------------------------------------------------------------===//
 
 #include "GateTables.h"
@@ -18,6 +23,7 @@
 
 #include "mlir/Dialect/Arithmetic/IR/Arithmetic.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -56,6 +62,30 @@ bool isTransparent(Operation *op) {
   });
 }
 
+/// The linear index of `load` in its memref, when the memref is an f64 memref
+/// with the identity layout, a static shape (or rank 1) and all indices are
+/// constants.
+Optional<int64_t> constantLinearIndex(memref::LoadOp load) {
+  MemRefType type = load.getMemRefType();
+  if (!type.getElementType().isF64() || !type.getLayout().isIdentity())
+    return llvm::None;
+  if (type.getRank() != 1 && !type.hasStaticShape())
+    return llvm::None;
+  int64_t linear = 0;
+  for (auto it : llvm::enumerate(load.getIndices())) {
+    APInt index;
+    if (!matchPattern(it.value(), m_ConstantInt(&index)) ||
+        index.isNegative() || index.getActiveBits() > 40)
+      return llvm::None;
+    int64_t dim = type.getDimSize(it.index());
+    if (!ShapedType::isDynamic(dim) && index.getSExtValue() >= dim)
+      return llvm::None; // out of bounds: leave it to the per-value path
+    linear = linear * (ShapedType::isDynamic(dim) ? 1 : dim) +
+             index.getSExtValue();
+  }
+  return linear;
+}
+
 /// Builds the table, the buffers and the call of one run.
 class TableBuilder {
 public:
@@ -74,6 +104,7 @@ private:
   template <typename OpT>
   void appendRecord(OpT op, int64_t kind, int64_t numParams,
                     SmallVectorImpl<int64_t> &records);
+  bool findDirectSource(ArrayRef<Operation *> run);
   int64_t wireCode(Value wire);
   Value buffer(OpBuilder &builder, Operation *at, Type elementType,
                ArrayRef<Value> values);
@@ -84,6 +115,10 @@ private:
   LLVMTypeConverter &llvmTypes;
   StackArrays &stackArrays;
   SmallVector<Value> params;
+  /// The memref every parameter of the run is loaded from, if any
+  /// (findDirectSource), and each parameter's linear index in it.
+  Value directSource;
+  DenseMap<Value, int64_t> directIndex;
   llvm::MapVector<Value, int64_t> dynWires;
   unsigned numTables = 0;
 };
@@ -149,6 +184,8 @@ void TableBuilder::appendRecord(OpT op, int64_t kind, int64_t numParams,
   ValueRange inputs = op.getInputs();
   // The parameters of one record are consecutive in the buffer.
   int64_t offset = int64_t(params.size());
+  if (directSource)
+    offset = numParams > 0 ? directIndex.lookup(inputs.front()) : 0;
   llvm::append_range(params, inputs.take_front(numParams));
   records.append({kind, numParams, numWires, int64_t(ctrlValues.size()),
                   int64_t(op.isAdjoint()), offset});
@@ -157,9 +194,54 @@ void TableBuilder::appendRecord(OpT op, int64_t kind, int64_t numParams,
   records.append(ctrlValues.begin(), ctrlValues.end());
 }
 
+/// True (and `directSource`, `directIndex` set) when every parameter of the
+/// run is a load of one memref at constant indices, each gate's parameters at
+/// consecutive linear indices, and nothing between the first of these loads
+/// and the run's last gate may write memory (so the call reads the values the
+/// loads read).
+bool TableBuilder::findDirectSource(ArrayRef<Operation *> run) {
+  directSource = nullptr;
+  directIndex.clear();
+  Block *block = run.back()->getBlock();
+  Value source;
+  Operation *earliest = run.front();
+  bool any = false;
+  for (Operation *op : run) {
+    unsigned numParams = isa<PauliRotOp>(op)
+                             ? 1
+                             : cast<GateOp>(op).getNumParamsAttr().getInt();
+    Optional<int64_t> previous;
+    for (Value param : op->getOperands().take_front(numParams)) {
+      auto load = param.getDefiningOp<memref::LoadOp>();
+      if (!load || load->getBlock() != block)
+        return false;
+      if (source && load.getMemRef() != source)
+        return false;
+      source = load.getMemRef();
+      Optional<int64_t> index = constantLinearIndex(load);
+      if (!index || (previous && *index != *previous + 1))
+        return false;
+      previous = index;
+      directIndex[param] = *index;
+      if (load->isBeforeInBlock(earliest))
+        earliest = load;
+      any = true;
+    }
+  }
+  if (!any)
+    return false;
+  llvm::SmallPtrSet<Operation *, 16> gates(run.begin(), run.end());
+  for (Operation *op = earliest; op != run.back(); op = op->getNextNode())
+    if (!gates.contains(op) && !isTransparent(op))
+      return false;
+  directSource = source;
+  return true;
+}
+
 void TableBuilder::emit(ArrayRef<Operation *> run) {
   params.clear();
   dynWires.clear();
+  findDirectSource(run);
   SmallVector<int64_t> records;
   for (Operation *op : run) {
     if (auto gate = dyn_cast<GateOp>(op)) {
@@ -177,7 +259,11 @@ void TableBuilder::emit(ArrayRef<Operation *> run) {
   OpBuilder builder(last);
   Location loc = last->getLoc();
   Value table = tableAddress(builder, loc, records);
-  Value paramBuffer = buffer(builder, last, builder.getF64Type(), params);
+  Value paramBuffer =
+      directSource
+          ? RuntimeCallBuilder(builder, last, llvmTypes, stackArrays)
+                .dataPointer(directSource)
+          : buffer(builder, last, builder.getF64Type(), params);
   SmallVector<Value> wires;
   for (auto &entry : dynWires)
     wires.push_back(entry.first);
@@ -203,8 +289,21 @@ void TableBuilder::emit(ArrayRef<Operation *> run) {
         defs.insert(def);
     op->erase();
   }
-  for (Operation *def : defs)
-    if (def->use_empty() && isa<arith::ConstantOp>(def))
+  // Loads that only fed the run (directSource), then the constants that only
+  // they or the run used.
+  llvm::SetVector<Operation *> constants;
+  for (Operation *def : defs) {
+    if (isa<arith::ConstantOp>(def)) {
+      constants.insert(def);
+    } else if (def->use_empty() && isa<memref::LoadOp>(def)) {
+      for (Value index : cast<memref::LoadOp>(def).getIndices())
+        if (auto c = index.getDefiningOp<arith::ConstantOp>())
+          constants.insert(c);
+      def->erase();
+    }
+  }
+  for (Operation *def : constants)
+    if (def->use_empty())
       def->erase();
 }
 
