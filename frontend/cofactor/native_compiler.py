@@ -23,10 +23,21 @@ from pathlib import Path
 from cofactor import enzyme_plugin, toolchain
 from cofactor.errors import CompileError, ToolchainNotFoundError
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 #: The stages the library times, in order (cofactor_compile_result.ms): "lower" is the MLIR
-#: passes and the translation, "stage_texts" the printing of the texts when asked for.
-TIMED_STAGES = ("lower", "stage_texts", "opt", "codegen", "link")
+#: passes and the translation, "stage_texts" the printing of the texts when asked for; then
+#: the parts of "opt": "opt.plugin" opening (checking) and loading the Enzyme plugin,
+#: "opt.enzyme" the pipeline before its O2 (preserve-nvvm and Enzyme), "opt.o2" the O2.
+TIMED_STAGES = (
+    "lower",
+    "stage_texts",
+    "opt",
+    "codegen",
+    "link",
+    "opt.plugin",
+    "opt.enzyme",
+    "opt.o2",
+)
 
 _OPEN_PLUGIN = ctypes.CFUNCTYPE(ctypes.c_int)
 
@@ -131,6 +142,22 @@ def _warm_up() -> None:
         _library().cofactor_compiler_warm_up()
     except (ToolchainNotFoundError, OSError):
         pass  # the first compile reports it, or falls back to the tools
+    _check_plugin_ahead()
+
+
+def _check_plugin_ahead() -> None:
+    """Check the Enzyme plugin (its SHA-256: 20-40 ms for its 9 MB) while the program
+    imports and traces, not in the first gradient's compile. The check is the one every
+    compile makes (`toolchain.open_enzyme`); it remembers a file it hashed by its identity
+    (device, inode, size, mtime, ctime), so the compile that needs the plugin opens and
+    checks it again, without hashing it again unless it changed. hashlib releases the GIL
+    while it hashes. A plugin that is missing or fails the check is left for that compile
+    to report."""
+    try:
+        with toolchain.open_enzyme():
+            pass
+    except Exception:  # noqa: BLE001 - reported by the compile that needs the plugin
+        pass
 
 
 #: Held around each call into the library. A fork waits for it, so that a child never
