@@ -46,6 +46,8 @@ from cofactor.errors import CompileError
 #: cofactor-opt passes from the frontend's dialects down to the LLVM dialect
 #: (docs/gradients.md explains the gradient passes around the standard lowering).
 LOWERING_PASSES: tuple[str, ...] = (
+    # A QNode's gradient with no classical code to differentiate needs no Enzyme.
+    "--cofactor-direct-qnode-gradients",
     "--cofactor-split-qnodes",
     "--cofactor-custom-gradients",
     "--lower-gradient-ops",
