@@ -21,8 +21,8 @@ def _uses_enzyme(compiled) -> bool:
 
 
 def _gates(x, y=None):
-    """Gate parameters straight from x (and y): repeated elements, a constant, a
-    three-parameter gate, a controlled gate and a Pauli rotation."""
+    """Gate parameters straight from x (and y): repeated elements, a value used twice, a
+    constant, a three-parameter gate, a controlled gate and a Pauli rotation."""
     qml.RX(x[0], wires=0)
     qml.RY(x[1], wires=1)
     qml.CNOT(wires=[0, 1])
@@ -30,6 +30,9 @@ def _gates(x, y=None):
     qml.Rot(x[2], x[0], x[3], wires=1)
     qml.CRY(x[1], wires=[1, 0])
     qml.PauliRot(x[3], "XY", wires=[0, 1])
+    a = x[2]  # one traced value, two gate parameters
+    qml.RZ(a, wires=1)
+    qml.RX(a, wires=0)
     if y is not None:
         qml.RX(y[1, 0], wires=1)
         qml.RY(y[0, 1], wires=0)

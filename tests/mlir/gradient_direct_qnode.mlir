@@ -2,7 +2,7 @@
 
 // --cofactor-direct-qnode-gradients: the vjp of the frontend's wrapper around a QNode whose
 // gate parameters are input elements (or constants) becomes a call to a function that runs
-// the circuit recorded, asks the runtime for the Jacobian (1 result x 4 gate parameters,
+// the circuit recorded, asks the runtime for the Jacobian (1 result x 5 gate parameters,
 // numbered in gate order, the constant one included) and scatters it into the input
 // elements through a constant table of (parameter, indices) rows.
 
@@ -22,6 +22,7 @@ func.func private @circuit(%x: memref<2x2xf64>, %out: memref<f64>)
   "quantum.gate"(%w0, %w1) {gate = "CNOT", num_params = 0 : i64, num_wires = 2 : i64} : (i64, i64) -> ()
   "quantum.pauli_rot"(%a, %w0, %w1) {word = "XY", num_wires = 2 : i64} : (f64, i64, i64) -> ()
   "quantum.gate"(%c, %w1) {gate = "RZ", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%b, %w1) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
   %obs = "quantum.obs_named"(%w0) {kind = "PauliZ"} : (i64) -> !quantum.obs
   %e = "quantum.expval"(%obs) : (!quantum.obs) -> f64
   memref.store %e, %out[] : memref<f64>
@@ -48,18 +49,18 @@ func.func @grad(%x: memref<2x2xf64>, %out: memref<f64>, %ct: memref<f64>, %dx: m
 // CHECK: call @circuit.direct_vjp(%arg0, %arg1, %arg2, %arg3) : (memref<2x2xf64>, memref<f64>, memref<f64>, memref<2x2xf64>) -> ()
 // CHECK-LABEL: func.func private @circuit.direct_vjp(
 // CHECK-NOT: cofactor.qnode
-// CHECK: %[[JAC:.*]] = memref.alloc() : memref<1x4xf64>
+// CHECK: %[[JAC:.*]] = memref.alloc() : memref<1x5xf64>
 // CHECK: "quantum.device_acquire"
 // CHECK-NEXT: call @cf_rt_tape_start() : () -> ()
 // CHECK: "quantum.gate"(%{{.*}}) {gate = "RX"
 // CHECK: memref.store %{{.*}}, %arg1[] : memref<f64>
 // CHECK: %[[ROWS:.*]] = arith.constant 1 : i64
-// CHECK: %[[P:.*]] = arith.constant 4 : i64
+// CHECK: %[[P:.*]] = arith.constant 5 : i64
 // CHECK: call @cf_rt_tape_stop() : () -> ()
 // CHECK: call @cf_rt_jacobian_recorded(%{{.*}}, %[[ROWS]], %[[P]]) : (!llvm.ptr<i8>, i64, i64) -> ()
 // CHECK-NEXT: "quantum.device_release"
 // CHECK: %[[CT:.*]] = memref.load %arg2[] : memref<f64>
-// CHECK: %[[TABLE:.*]] = memref.get_global @circuit.direct_vjp_table : memref<3x3xi64>
+// CHECK: %[[TABLE:.*]] = memref.get_global @circuit.direct_vjp_table : memref<4x3xi64>
 // CHECK: scf.for
 // CHECK: memref.load %[[JAC]]
 // CHECK: arith.mulf %[[CT]],
@@ -69,9 +70,10 @@ func.func @grad(%x: memref<2x2xf64>, %out: memref<f64>, %ct: memref<f64>, %dx: m
 // CHECK: }
 // CHECK: memref.store %{{.*}}, %arg2[] : memref<f64>
 // CHECK: memref.dealloc %[[JAC]]
-// The table: parameter 3 (the RZ) and 2 (the Pauli rotation) from x[1, 0], 0 (the RX)
-// from x[0, 1]; the constant RY (parameter 1) has no row.
-// CHECK: memref.global "private" constant @circuit.direct_vjp_table : memref<3x3xi64> = dense<{{\[}}[2, 1, 0], [0, 0, 1], [3, 1, 0]]>
+// The table: parameters 2 (the Pauli rotation) and 3 (the RZ) from x[1, 0], 0 (the first
+// RX) and 4 (the second, the same loaded value) from x[0, 1]; the constant RY (parameter 1)
+// has no row.
+// CHECK: memref.global "private" constant @circuit.direct_vjp_table : memref<4x3xi64> = dense<{{\[}}[2, 1, 0], [0, 0, 1], [4, 0, 1], [3, 1, 0]]>
 
 // -----
 

@@ -136,7 +136,8 @@ std::optional<PlainQNode> analyze(func::FuncOp qnode) {
   plain.numResults = numOutputs;
 
   // Which operand each gate parameter is, and each measurement, in order.
-  llvm::DenseMap<Operation *, int64_t> paramOfLoad; // a load's param number
+  // The parameter numbers each load feeds (a value may feed several gates).
+  llvm::DenseMap<Operation *, SmallVector<int64_t, 1>> paramsOfLoad;
   SmallVector<Value> measurements;
   SmallVector<memref::StoreOp> stores;
   for (Operation &op : qnode.getBody().front()) {
@@ -166,9 +167,7 @@ std::optional<PlainQNode> analyze(func::FuncOp qnode) {
         auto load = dyn_cast<memref::LoadOp>(def);
         if (!load)
           return std::nullopt; // classical code between inputs and the gate
-        if (paramOfLoad.count(load))
-          return std::nullopt; // one load feeding two parameters: not emitted
-        paramOfLoad[load] = number;
+        paramsOfLoad[load].push_back(number);
       }
       // The other operands (wires, controls) must be constants.
       for (OpOperand &operand : op.getOpOperands()) {
@@ -182,23 +181,27 @@ std::optional<PlainQNode> analyze(func::FuncOp qnode) {
     }
     return std::nullopt;
   }
-  // Every load: an f64 input element at constant indices, used by one gate
-  // parameter (and nothing else).
+  // Every load: an f64 input element at constant indices, used as gate
+  // parameters only (one row per parameter).
   WalkResult loads = qnode.walk([&](memref::LoadOp load) {
     auto arg = load.getMemref().dyn_cast<BlockArgument>();
     if (!arg || arg.getOwner() != &qnode.getBody().front() ||
         arg.getArgNumber() >= plain.numInputs ||
-        !load.getType().isa<Float64Type>() || !load->hasOneUse() ||
-        !paramOfLoad.count(load))
+        !load.getType().isa<Float64Type>() || !paramsOfLoad.count(load))
       return WalkResult::interrupt();
-    ParamUse use{paramOfLoad[load], {}};
+    ArrayRef<int64_t> numbers = paramsOfLoad[load];
+    if ((size_t)std::distance(load->use_begin(), load->use_end()) !=
+        numbers.size())
+      return WalkResult::interrupt(); // also used by something else
+    SmallVector<int64_t> indices;
     for (Value index : load.getIndices()) {
       std::optional<int64_t> c = constantIndex(index);
       if (!c)
         return WalkResult::interrupt();
-      use.indices.push_back(*c);
+      indices.push_back(*c);
     }
-    plain.usesByInput[arg.getArgNumber()].push_back(std::move(use));
+    for (int64_t number : numbers)
+      plain.usesByInput[arg.getArgNumber()].push_back({number, indices});
     return WalkResult::advance();
   });
   if (loads.wasInterrupted())
