@@ -42,7 +42,9 @@
 // the QNode recorded (writing `outs`), then, per differentiated input, loops
 // over a constant table of (parameter number, element indices) rows --
 // `dins[idx] += sum_r couts[r] * jac[r, p]` -- so that its size does not grow
-// with the circuit, and zeroes `couts` (the vjp consumes them).
+// with the circuit, and zeroes `couts` (the vjp consumes them). A QNode or
+// wrapper left without users (and without a C interface: not an entry point)
+// is erased.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,6 +64,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/Pass.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <map>
@@ -489,6 +492,7 @@ struct DirectQNodeGradientsPass
     SymbolTable symbols(module);
     DirectVJPEmitter emitter(module, symbols);
     std::map<Operation *, std::optional<PlainQNode>> analyzed;
+    llvm::SetVector<Operation *> wrappers, qnodes; // callees of rewritten vjps
     SmallVector<gradient::VJPOp> vjps;
     module.walk([&](gradient::VJPOp op) { vjps.push_back(op); });
     for (gradient::VJPOp vjp : vjps) {
@@ -517,7 +521,18 @@ struct DirectQNodeGradientsPass
       args.append(vjp.getDins().begin(), vjp.getDins().end());
       b.create<func::CallOp>(vjp.getLoc(), direct, args);
       vjp.erase();
+      if (callee != qnode)
+        wrappers.insert(callee);
+      qnodes.insert(qnode);
     }
+    // A QNode (or wrapper) that nothing refers to any more is not compiled: it
+    // would be as much code again as its direct VJP. Only the entry point is
+    // called from outside (through its C interface, `llvm.emit_c_interface`).
+    for (auto *callees : {&wrappers, &qnodes})
+      for (Operation *fn : *callees)
+        if (!fn->hasAttr("llvm.emit_c_interface") &&
+            SymbolTable::symbolKnownUseEmpty(fn, module))
+          fn->erase();
   }
 };
 
