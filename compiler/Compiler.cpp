@@ -148,6 +148,7 @@ int compileLocked(const cofactor_compile_request &request, cofactor_compile_resu
 
   stage = "opt";
   debugCrash(stage);
+  Clock optClock;
   bool enzyme = needsEnzyme(*module);
   if (enzyme) {
     // Checked by the caller every time, as before each `opt -load-pass-plugin`: a
@@ -158,13 +159,21 @@ int compileLocked(const cofactor_compile_request &request, cofactor_compile_resu
     if (!ensureEnzymeLoaded(fd, error))
       return fail(result, "opt", error);
   }
+  result->ms[5] = optClock.lap();
   if (enzyme)
     enzymeOutput.start();
-  bool optimized =
-      optimize(*module, enzyme ? request.enzyme_pipeline : request.plain_pipeline, error);
+  std::vector<double> elementMs;
+  bool optimized = optimize(*module, enzyme ? request.enzyme_pipeline : request.plain_pipeline,
+                            error, &elementMs);
   std::string enzymeNotes = enzymeOutput.stop();
   if (!optimized)
     return fail(result, "opt", enzymeNotes + error);
+  // Everything before the last element of the pipeline (Enzyme and what prepares it), and
+  // the last one (O2).
+  for (size_t i = 0; i + 1 < elementMs.size(); ++i)
+    result->ms[6] += elementMs[i];
+  if (!elementMs.empty())
+    result->ms[7] = elementMs.back();
   if (request.keep_stages) {
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -254,4 +263,4 @@ extern "C" void cofactor_free_result(cofactor_compile_result *result) {
   }
 }
 
-extern "C" int cofactor_compiler_abi_version(void) { return 3; }
+extern "C" int cofactor_compiler_abi_version(void) { return 4; }

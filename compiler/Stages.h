@@ -43,9 +43,15 @@ bool needsEnzyme(const llvm::Module &module);
 /// (once per process; the descriptor is not closed here).
 bool ensureEnzymeLoaded(int fd, std::string &error);
 
+/// The top-level elements of a textual new-PM pipeline ("a,function(b,c),d" -> "a",
+/// "function(b,c)", "d").
+std::vector<llvm::StringRef> splitPipeline(llvm::StringRef pipeline);
+
 /// opt: verify, run the new-PM `pipeline` (with Enzyme's passes registered when the
-/// plugin is loaded), verify again.
-bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error);
+/// plugin is loaded), verify again. `elementMs`, when given, receives the milliseconds of
+/// each top-level element of the pipeline (splitPipeline), in order.
+bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error,
+              std::vector<double> *elementMs = nullptr);
 
 /// llc -O2 -filetype=obj -relocation-model=pic, for the host, into memory.
 bool emitObject(llvm::Module &module, llvm::SmallVectorImpl<char> &object,

@@ -78,7 +78,19 @@ def test_table_goals_and_agreement():
     "pipeline, stages",
     [
         ("subprocess", {"cofactor-opt", "mlir-translate", "opt", "llc", "link"}),
-        ("inprocess", {"lower", "stage_texts", "opt", "codegen", "link"}),
+        (
+            "inprocess",
+            {
+                "lower",
+                "stage_texts",
+                "opt",
+                "codegen",
+                "link",
+                "opt.plugin",
+                "opt.enzyme",
+                "opt.o2",
+            },
+        ),
     ],
 )
 def test_compiled_library_records_stage_seconds(tmp_path, monkeypatch, pipeline, stages):

@@ -88,17 +88,26 @@ def test_circuit_and_gradient_agree_across_pipelines(monkeypatch):
         qml.CNOT(wires=[0, 1])
         return qml.expval(qml.PauliZ(1))
 
+    def scaled(x):  # classical code before the gates: Enzyme differentiates it
+        qml.RX(2.0 * x[0], wires=0)
+        qml.RY(x[1], wires=1)
+        qml.CNOT(wires=[0, 1])
+        return qml.expval(qml.PauliZ(1))
+
     x = np.array([0.4, 1.1])
     want = qml.QNode(circuit, dev)(x)
-    want_grad = qml.grad(qml.QNode(circuit, dev))(qml.numpy.array(x, requires_grad=True))
     monkeypatch.setenv("COFACTOR_DISABLE_CACHE", "1")
     for pipeline in ("inprocess", "subprocess"):
         monkeypatch.setenv(compiler.PIPELINE_ENV, pipeline)
         f = cofactor.qjit(qml.QNode(circuit, qml.device("lightning.qubit", wires=2)))
-        g = cofactor.qjit(cofactor.grad(qml.QNode(circuit, qml.device("lightning.qubit", wires=2))))
         assert f(x) == pytest.approx(want, abs=1e-12), pipeline
-        np.testing.assert_allclose(g(x), want_grad, atol=1e-12, err_msg=pipeline)
-        assert "__enzyme_autodiff" in g.llvmir and "define" in g.mlir_opt + g.llvmir
+        # the plain circuit's gradient without Enzyme, the scaled one's with it
+        for fn, enzyme in ((circuit, False), (scaled, True)):
+            want_grad = qml.grad(qml.QNode(fn, dev))(qml.numpy.array(x, requires_grad=True))
+            g = cofactor.qjit(cofactor.grad(qml.QNode(fn, qml.device("lightning.qubit", wires=2))))
+            np.testing.assert_allclose(g(x), want_grad, atol=1e-12, err_msg=pipeline)
+            assert ("__enzyme_autodiff" in g.llvmir) is enzyme, (pipeline, fn.__name__)
+            assert "define" in g.mlir_opt + g.llvmir
 
 
 def test_keep_intermediate_in_process_writes_every_stage(monkeypatch, tmp_path):

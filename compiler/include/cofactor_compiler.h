@@ -42,8 +42,10 @@ typedef struct cofactor_compile_result {
   char *mlir_opt;
   char *llvmir;
   char *llvmir_opt;
-  /* Milliseconds: MLIR passes and translation, printing the stage texts, opt, codegen, link. */
-  double ms[5];
+  /* Milliseconds: MLIR passes and translation, printing the stage texts, opt, codegen, link;
+   * then the parts of opt: opening and loading the Enzyme plugin, the pipeline's elements
+   * before its last one (Enzyme), its last element (O2). */
+  double ms[8];
   /* Nonzero when LLVM or Enzyme crashed (a signal such as SIGSEGV inside the compile): the
    * process survived, but LLVM's global state may be damaged, so the caller should not use
    * the library again in this process. */

@@ -18,8 +18,9 @@ cached lives in a private per-process folder until its CompiledLibrary is droppe
 Compile time (`python -m benchmarks.compile_pipeline`; CPU ms, the least disturbed figure
 on the shared 2-core machine where it was measured under a load of ~15): the 4-qubit circuit
 (program a) 150-170 with the subprocesses, 26-33 in process; its gradient (b, Enzyme and O2
-dominate) 430-450 and 270-280; 50 descent steps over it (c) 430-520 and 250-280.
-compiler/README.md has the stage by stage figures.
+dominate) 430-450 and 270-280; 50 descent steps over it (c) 430-520 and 250-280. Since
+then (b) and (c) need no Enzyme (--cofactor-direct-qnode-gradients). compiler/README.md has
+the stage by stage figures.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ from cofactor.errors import CompileError
 #: cofactor-opt passes from the frontend's dialects down to the LLVM dialect
 #: (docs/gradients.md explains the gradient passes around the standard lowering).
 LOWERING_PASSES: tuple[str, ...] = (
+    # A QNode's gradient with no classical code to differentiate needs no Enzyme.
+    "--cofactor-direct-qnode-gradients",
     "--cofactor-split-qnodes",
     "--cofactor-custom-gradients",
     "--lower-gradient-ops",

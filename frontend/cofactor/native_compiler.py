@@ -23,10 +23,21 @@ from pathlib import Path
 from cofactor import enzyme_plugin, toolchain
 from cofactor.errors import CompileError, ToolchainNotFoundError
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 #: The stages the library times, in order (cofactor_compile_result.ms): "lower" is the MLIR
-#: passes and the translation, "stage_texts" the printing of the texts when asked for.
-TIMED_STAGES = ("lower", "stage_texts", "opt", "codegen", "link")
+#: passes and the translation, "stage_texts" the printing of the texts when asked for; then
+#: the parts of "opt": "opt.plugin" opening (checking) and loading the Enzyme plugin,
+#: "opt.enzyme" the pipeline before its O2 (preserve-nvvm and Enzyme), "opt.o2" the O2.
+TIMED_STAGES = (
+    "lower",
+    "stage_texts",
+    "opt",
+    "codegen",
+    "link",
+    "opt.plugin",
+    "opt.enzyme",
+    "opt.o2",
+)
 
 _OPEN_PLUGIN = ctypes.CFUNCTYPE(ctypes.c_int)
 
@@ -133,6 +144,41 @@ def _warm_up() -> None:
         pass  # the first compile reports it, or falls back to the tools
 
 
+#: The thread that checks the Enzyme plugin ahead of the compile that needs it.
+_ahead_lock = threading.Lock()
+_ahead_thread: threading.Thread | None = None
+
+
+def check_plugin_ahead() -> None:
+    """Check the Enzyme plugin (its SHA-256: 20-40 ms for its 9 MB) in a thread, once per
+    process, while the module that may need it is lowered: a module with a gradient.vjp
+    needs Enzyme unless --cofactor-direct-qnode-gradients computes all its gradients, and
+    only the lowering tells. The check is the one every compile makes
+    (`toolchain.open_enzyme`), which remembers a file it hashed by its identity (device,
+    inode, size, mtime, ctime): the compile that needs the plugin waits for this thread,
+    then opens and checks the plugin again without hashing it again. hashlib releases the
+    GIL while it hashes. A missing or failing plugin is left for that compile to report."""
+    global _ahead_thread
+    with _ahead_lock:
+        if _ahead_thread is None:
+            _ahead_thread = threading.Thread(target=_check_plugin, name="cofactor-plugin-check")
+            _ahead_thread.start()
+
+
+def _check_plugin() -> None:
+    try:
+        with toolchain.open_enzyme():
+            pass
+    except Exception:  # noqa: BLE001 - reported by the compile that needs the plugin
+        pass
+
+
+def _wait_for_plugin_check() -> None:
+    thread = _ahead_thread
+    if thread is not None and thread is not threading.current_thread():
+        thread.join()
+
+
 #: Held around each call into the library. A fork waits for it, so that a child never
 #: starts with the library's own lock held by a thread that does not exist there.
 _compile_lock = threading.Lock()
@@ -141,6 +187,7 @@ _compile_lock = threading.Lock()
 def _before_fork() -> None:
     if _preload_thread is not None and _preload_thread is not threading.current_thread():
         _preload_thread.join()
+    _wait_for_plugin_check()
     _compile_lock.acquire()
 
 
@@ -186,6 +233,7 @@ class _PluginOpener:
 
     def _open(self) -> int:
         global _loaded_plugin
+        _wait_for_plugin_check()  # not hashed twice at once
         try:
             with toolchain.open_enzyme() as checked:
                 fd = os.dup(checked)
@@ -229,6 +277,8 @@ def compile_native(
     after the LLVM optimization, e.g. to get the stage texts). Raises CompileError with the
     failing stage and its diagnostics."""
     lib = _library()
+    if "gradient.vjp" in mlir_text:
+        check_plugin_ahead()
     opener = _PluginOpener()
     args = (ctypes.c_char_p * max(len(link_args), 1))(*(a.encode() for a in link_args))
     request = _Request(

@@ -3,6 +3,8 @@
 // The passes that make Enzyme differentiate hybrid programs, in pipeline order
 // (docs/gradients.md):
 //
+//   --cofactor-direct-qnode-gradients  gradient.vjp of a QNode without
+//                                  classical code -> a direct VJP (no Enzyme)
 //   --cofactor-split-qnodes        QNode -> classical preprocessing +
 //   @q.quantum
 //   --cofactor-custom-gradients    @X.fwd_impl / @X.rev_impl for opaque callees
@@ -22,12 +24,13 @@
 
 namespace cofactor {
 
+std::unique_ptr<mlir::Pass> createDirectQNodeGradientsPass();
 std::unique_ptr<mlir::Pass> createSplitQNodesPass();
 std::unique_ptr<mlir::Pass> createCustomGradientsPass();
 std::unique_ptr<mlir::Pass> createLowerGradientOpsPass();
 std::unique_ptr<mlir::Pass> createEmitEnzymeGluePass();
 
-/// Registers the four passes above with the global pass registry.
+/// Registers the passes above with the global pass registry.
 void registerGradientPasses();
 
 } // namespace cofactor
