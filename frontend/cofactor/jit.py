@@ -34,6 +34,7 @@ from xdsl.ir import Block, Region
 
 from cofactor.errors import CompileError
 from cofactor.ir.builder import memref_type
+from cofactor.ir.printer import module_text
 from cofactor.launcher import BufferSpec, Launcher
 from cofactor.signature import (
     _PY_SCALARS,
@@ -324,7 +325,7 @@ class QJIT:
         entry = func.FuncOp(self.symbol, ([*in_types, *out_types], []), Region(block))
         entry.attributes["llvm.emit_c_interface"] = UnitAttr()
         module = ModuleOp([*b.module_ops, entry])
-        text = str(module)
+        text = module_text(module)
         helpers = [*ctx.text_helpers, *([interrupts.helpers(ctx)] if ctx.interrupt_checks else [])]
         if helpers:  # splice them in before the module's closing brace
             text = text[: text.rindex("}")] + "".join(helpers) + "}\n"

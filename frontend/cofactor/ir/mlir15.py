@@ -8,7 +8,7 @@ emitted in generic form through :func:`generic_op` under the name given here.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import UnregisteredOp
+from xdsl.dialects.builtin import StringAttr, UnregisteredOp
 from xdsl.ir import Attribute, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import irdl_attr_definition
 
@@ -47,7 +47,7 @@ class ObsType(ParametrizedAttribute, TypeAttribute):
     name = "quantum.obs"
 
 
-_GENERIC_CLASSES: dict[str, type[Operation]] = {}
+_GENERIC_CLASSES: dict[str, tuple[type[Operation], StringAttr]] = {}
 
 
 def generic_op(
@@ -58,9 +58,16 @@ def generic_op(
 ) -> Operation:
     """An op that xDSL prints in MLIR's generic form:
     `"name"(operands) {attrs} : (...) -> (...)`."""
-    cls = _GENERIC_CLASSES.get(name)
-    if cls is None:
-        cls = _GENERIC_CLASSES[name] = UnregisteredOp.with_name(name)
-    return cls.create(
-        operands=operands, result_types=result_types or [], attributes=attributes or {}
+    entry = _GENERIC_CLASSES.get(name)
+    if entry is None:
+        entry = _GENERIC_CLASSES[name] = (UnregisteredOp.with_name(name), StringAttr(name))
+    cls, name_attr = entry
+    # what `cls.create(...)` builds (the name last among the attributes), in one step
+    op = cls.__new__(cls)
+    Operation.__init__(
+        op,
+        operands=operands,
+        result_types=result_types or (),
+        attributes={**(attributes or {}), "op_name__": name_attr},
     )
+    return op
