@@ -113,3 +113,35 @@ def test_an_element_read_many_times_is_loaded_once():
     x = np.array([0.3, -0.7])
     expected = qml.QNode(circuit.func, dev)(x)
     assert np.isclose(qjit(circuit)(x), expected)
+
+
+def test_generic_op_builds_what_xdsl_create_builds():
+    from xdsl.dialects.builtin import UnregisteredOp
+
+    from cofactor.ir.builder import quantum_attrs
+
+    b = IRBuilder()
+    block = Block(arg_types=[f64, i64])
+    b.push(block)
+    attrs = quantum_attrs(gate="RZ", num_params=1, num_wires=1, adjoint=True)
+    for operands, results in (([], []), (list(block.args), []), (list(block.args), [f64, i64])):
+        fast = generic_op("quantum.gate", operands, results, attrs)
+        slow = UnregisteredOp.with_name("quantum.gate").create(
+            operands=operands, result_types=results, attributes=attrs
+        )
+        assert fast.name == slow.name and fast.op_name == slow.op_name
+        assert list(fast.operands) == list(slow.operands)
+        assert [r.type for r in fast.results] == [r.type for r in slow.results]
+        assert [(r.op, r.index) for r in fast.results] == [(fast, i) for i in range(len(results))]
+        assert fast.attributes == slow.attributes
+        assert list(fast.attributes) == list(slow.attributes)
+        assert fast.properties == slow.properties and fast.location == slow.location
+        assert fast.successors == slow.successors and fast.regions == slow.regions
+        assert fast.parent is None and fast.next_op is None and fast.prev_op is None
+        b.insert(fast)
+        assert fast.parent is block
+    # the uses are registered: the block argument is used by the two fast and two slow ops
+    # that took it
+    users = [u.operation for u in block.args[0].uses]
+    assert len(users) == 4 and sum(1 for op in users if op.parent is block) == 2
+    assert str(fast) == str(slow)

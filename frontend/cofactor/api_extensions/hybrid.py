@@ -380,6 +380,13 @@ def _with_static_values(op: Any) -> tuple[Any, list[Any], list[Any]] | None:
     return None
 
 
+def _wraps_temporary_and(op: Any) -> bool:
+    """Whether `op` is a TemporaryAND, possibly inside Adjoint/Controlled wrappers."""
+    while isinstance(op, qml.ops.Adjoint | qml.ops.Controlled):
+        op = op.base
+    return isinstance(op, qml.TemporaryAND)
+
+
 def expand_traced_control_values(ops: list[Any]) -> list[Any]:
     """Operators whose control values are traced (`TemporaryAND(control_values=v)`, also
     adjointed or controlled) -> flips, the all-ones operator, flips back (the flipped wires
@@ -387,6 +394,9 @@ def expand_traced_control_values(ops: list[Any]) -> list[Any]:
     operators are unchanged."""
     out: list[Any] = []
     for op in ops:
+        if not _wraps_temporary_and(op):  # most operators: nothing to look at
+            out.append(op)
+            continue
         with qml.QueuingManager.stop_recording():
             found = _with_static_values(op)
         if found is None:

@@ -89,7 +89,13 @@ class IRBuilder:
         return block
 
     def insert(self, op: Operation) -> Operation:
-        return self._stack[-1].insert(op)
+        # what xDSL's Builder.insert does for our builders (no name hints, no handlers)
+        point = self._stack[-1].insertion_point
+        if point.insert_before is None:
+            point.block.add_op(op)
+        else:
+            point.block.insert_op_before(op, point.insert_before)
+        return op
 
     def res(self, op: Operation) -> SSAValue:
         """Insert `op` and return its single result."""

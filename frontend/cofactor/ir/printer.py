@@ -56,6 +56,7 @@ class _ListPrinter(Printer):
         # op kind -> its text after the result names, strings and SSA holes (None: the
         # kind is printed by xDSL every time)
         self._templates: dict[tuple, list[str | int] | None] = {}
+        self._by_identity: dict[tuple, list[str | int] | None] = {}
         self._holes = False  # while printing a template: SSA values become holes
 
     def print_ssa_value(self, value: SSAValue) -> str:
@@ -65,9 +66,56 @@ class _ListPrinter(Printer):
         return super().print_ssa_value(value)
 
     def print_op(self, op: Operation) -> None:
-        if op.regions or op.successors or self._holes or op in self.diagnostic.op_messages:
+        if (
+            op.regions
+            or op._successors
+            or self._holes
+            or (self.diagnostic.op_messages and op in self.diagnostic.op_messages)
+        ):
             super().print_op(op)
             return
+        operands = op._operands
+        results = op.results
+        attributes, properties = op.attributes, op.properties
+        # first by identity (the attribute and type objects are shared between ops of a
+        # kind, and all of them live as long as the module), then by value
+        id_key = (
+            type(op),
+            tuple(attributes),
+            tuple(map(id, attributes.values())),
+            tuple(properties),
+            tuple(map(id, properties.values())),
+            tuple([id(v.type) for v in operands]),
+            tuple([id(r.type) for r in results]),
+            len({id(v) for v in operands}),  # < len(operands) when a value is used twice
+        )
+        template = self._by_identity.get(id_key, False)
+        if template is False:
+            template = self._by_identity[id_key] = self._lookup(op)
+        if template is None:
+            super().print_op(op)
+            return
+        parts = self.parts
+        if results:
+            for i, r in enumerate(results):
+                if i:
+                    parts.append(", ")
+                Printer.print_ssa_value(self, r)
+            parts.append(" = ")
+        names = self._ssa_values
+        for part in template:
+            if type(part) is str:
+                parts.append(part)
+            else:
+                value = operands[part]
+                name = names.get(value)
+                if name is None:
+                    Printer.print_ssa_value(self, value)
+                else:
+                    parts.append("%" + name)
+
+    def _lookup(self, op: Operation) -> list[str | int] | None:
+        """The template of `op`'s kind (by value), made on first use."""
         operands = op.operands
         try:
             key = (
@@ -76,24 +124,14 @@ class _ListPrinter(Printer):
                 tuple(r.type for r in op.results),
                 tuple(op.attributes.items()),
                 tuple(op.properties.items()),
-                len(set(operands)),  # < len(operands) when a value is used twice
+                len(set(operands)),
             )
             template = self._templates.get(key, False)
         except TypeError:  # an unhashable attribute
-            template = None
-        else:
-            if template is False:
-                template = self._templates[key] = self._template(op)
-        if template is None:
-            super().print_op(op)
-            return
-        self._print_results(op)
-        for part in template:
-            if type(part) is str:
-                self._current_column += len(part)
-                self.parts.append(part)
-            else:
-                self.print_ssa_value(operands[part])
+            return None
+        if template is False:
+            template = self._templates[key] = self._template(op)
+        return template
 
     def _template(self, op: Operation) -> list[str | int] | None:
         """The text of `op` after its result names: strings and operand positions; None when
