@@ -115,10 +115,10 @@ class IRBuilder:
 
     # -- arithmetic ------------------------------------------------------------------
     def binary(self, op_class: type[Operation], a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.res(op_class(a, b))
+        return self.res(_typed_op(op_class, SSAValue.get(a), SSAValue.get(b)))
 
     def unary(self, op_class: type[Operation], a: SSAValue) -> SSAValue:
-        return self.res(op_class(a))
+        return self.res(_typed_op(op_class, SSAValue.get(a)))
 
     def cmpf(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.res(arith.CmpfOp(a, b, predicate))
@@ -141,7 +141,7 @@ class IRBuilder:
         return self.res(func.CallOp(name, list(args), [f64]))
 
     def math(self, op_class: type[Operation], a: SSAValue) -> SSAValue:
-        return self.res(op_class(a))
+        return self.res(_typed_op(op_class, SSAValue.get(a)))
 
     def powf(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.res(math.PowFOp(a, b))
@@ -228,6 +228,30 @@ class IRBuilder:
 
     def call(self, name: str, args: Sequence[SSAValue]) -> None:
         self.insert(func.CallOp(name, list(args), []))
+
+
+#: (op class, operand types) -> (result types, properties, attributes) of `op_class(*operands)`
+_OP_SHAPES: dict[tuple, tuple[list[Attribute], dict, dict]] = {}
+
+
+def _typed_op(op_class: type[Operation], *operands: SSAValue) -> Operation:
+    """`op_class(*operands)` for the arith/math ops whose constructor's result depends on
+    nothing but the operand types (result type, default flags): built by the constructor
+    once per (class, operand types), then with `create`, which skips xDSL's generic
+    constructor (a tenth of the cost)."""
+    key = (op_class, *[v.type for v in operands])
+    shape = _OP_SHAPES.get(key)
+    if shape is None:
+        op = op_class(*operands)
+        _OP_SHAPES[key] = ([r.type for r in op.results], dict(op.properties), dict(op.attributes))
+        return op
+    result_types, properties, attributes = shape
+    return op_class.create(
+        operands=operands,
+        result_types=result_types,
+        properties=dict(properties),
+        attributes=dict(attributes),
+    )
 
 
 # Attributes are immutable values; building one runs xDSL's generic checks (tens of
