@@ -145,3 +145,32 @@ def test_generic_op_builds_what_xdsl_create_builds():
     users = [u.operation for u in block.args[0].uses]
     assert len(users) == 4 and sum(1 for op in users if op.parent is block) == 2
     assert str(fast) == str(slow)
+
+
+def test_the_cycle_collector_is_paused_during_a_trace_and_restored():
+    import gc
+
+    seen = []
+
+    def f(x):
+        seen.append(gc.isenabled())
+        return x * 2.0
+
+    assert gc.isenabled()
+    _trace(f, [BufferSpec((), np.dtype(np.float64))])
+    assert seen == [False] and gc.isenabled()
+
+    def fails(x):
+        raise ValueError("user error")
+
+    try:
+        _trace(fails, [BufferSpec((), np.dtype(np.float64))])
+    except ValueError:
+        pass
+    assert gc.isenabled()
+    gc.disable()  # a program that turned the collector off keeps it off
+    try:
+        _trace(f, [BufferSpec((), np.dtype(np.float64))])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
