@@ -15,14 +15,16 @@ Follow one call from the top:
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import inspect
 import re
 import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from xdsl.ir import Block, Region
 
 from cofactor.errors import CompileError
 from cofactor.ir.builder import memref_type
+from cofactor.ir.printer import module_text
 from cofactor.launcher import BufferSpec, Launcher
 from cofactor.signature import (
     _PY_SCALARS,
@@ -297,7 +300,12 @@ class QJIT:
         b = ctx.builder
         in_types = [memref_type(s.shape, s.dtype) for s in specs]
         block = Block(arg_types=in_types)
-        with context.tracing(ctx), capture_qnode_calls(), capture_numpy_constructors():
+        with (
+            _gc_paused(),
+            context.tracing(ctx),
+            capture_qnode_calls(),
+            capture_numpy_constructors(),
+        ):
             b.push(block)
             ctx.function_entries.append(block)
             tracers = [
@@ -324,7 +332,8 @@ class QJIT:
         entry = func.FuncOp(self.symbol, ([*in_types, *out_types], []), Region(block))
         entry.attributes["llvm.emit_c_interface"] = UnitAttr()
         module = ModuleOp([*b.module_ops, entry])
-        text = str(module)
+        with _gc_paused():
+            text = module_text(module)
         helpers = [*ctx.text_helpers, *([interrupts.helpers(ctx)] if ctx.interrupt_checks else [])]
         if helpers:  # splice them in before the module's closing brace
             text = text[: text.rindex("}")] + "".join(helpers) + "}\n"
@@ -350,6 +359,21 @@ class QJIT:
 
     def __repr__(self) -> str:
         return f"<cofactor.QJIT {self.__name__}, {len(self._cache)} compiled signature(s)>"
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Python's cycle collector off while a trace runs: a trace allocates hundreds of thousands
+    of long-lived objects (IR, operators), and the collections they trigger cost a quarter of
+    the trace of a long circuit. Garbage made meanwhile is collected once the collector is
+    back on. (Another thread's trace may turn it back on early; that only costs time.)"""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _flatten_result(result: Any) -> tuple[list[Any], Any]:

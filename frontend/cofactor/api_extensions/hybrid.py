@@ -41,6 +41,7 @@ from pennylane.ops.op_math.controlled import create_controlled_op
 
 from cofactor.tracing import context
 from cofactor.tracing.numpy_rules import as_tracer, cast_tracer
+from cofactor.tracing.qnode import wrapper_kind
 from cofactor.tracing.tracer import BOOL, FLOAT, Scalar, Tracer
 
 MEASUREMENT_MESSAGE = (
@@ -380,6 +381,23 @@ def _with_static_values(op: Any) -> tuple[Any, list[Any], list[Any]] | None:
     return None
 
 
+def _wraps_temporary_and(op: Any) -> bool:
+    """Whether `op` is a TemporaryAND, possibly inside Adjoint/Controlled wrappers."""
+    while wrapper_kind(op) is not None:
+        op = op.base
+    if type(op) in _NOT_TEMPORARY_AND:
+        return False
+    if isinstance(op, qml.TemporaryAND):
+        return True
+    _NOT_TEMPORARY_AND.add(type(op))
+    return False
+
+
+#: operator classes known not to be TemporaryAND (isinstance with PennyLane's abstract
+#: classes costs a microsecond, asked for every gate of a circuit)
+_NOT_TEMPORARY_AND: set[type] = set()
+
+
 def expand_traced_control_values(ops: list[Any]) -> list[Any]:
     """Operators whose control values are traced (`TemporaryAND(control_values=v)`, also
     adjointed or controlled) -> flips, the all-ones operator, flips back (the flipped wires
@@ -387,6 +405,9 @@ def expand_traced_control_values(ops: list[Any]) -> list[Any]:
     operators are unchanged."""
     out: list[Any] = []
     for op in ops:
+        if not _wraps_temporary_and(op):  # most operators: nothing to look at
+            out.append(op)
+            continue
         with qml.QueuingManager.stop_recording():
             found = _with_static_values(op)
         if found is None:

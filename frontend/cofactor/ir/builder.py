@@ -7,6 +7,7 @@ arrays cross function boundaries as memrefs (complex128 as `memref<...x2xf64>`, 
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 
 import numpy as np
@@ -88,7 +89,13 @@ class IRBuilder:
         return block
 
     def insert(self, op: Operation) -> Operation:
-        return self._stack[-1].insert(op)
+        # what xDSL's Builder.insert does for our builders (no name hints, no handlers)
+        point = self._stack[-1].insertion_point
+        if point.insert_before is None:
+            point.block.add_op(op)
+        else:
+            point.block.insert_op_before(op, point.insert_before)
+        return op
 
     def res(self, op: Operation) -> SSAValue:
         """Insert `op` and return its single result."""
@@ -97,17 +104,21 @@ class IRBuilder:
     # -- constants ---------------------------------------------------------------------
     def const(self, value: float | int | bool, type_: Attribute) -> SSAValue:
         if type_ == f64:
-            return self.res(arith.ConstantOp(FloatAttr(float(value), f64)))
+            return self._constant(_float_attr(float(value)), f64)
         if type_ == i1:
-            return self.res(arith.ConstantOp(IntegerAttr(-1 if value else 0, i1)))
-        return self.res(arith.ConstantOp(IntegerAttr(int(value), type_)))
+            return self._constant(_int_attr(-1 if value else 0, i1), i1)
+        return self._constant(_int_attr(int(value), type_), type_)
+
+    def _constant(self, attr: Attribute, type_: Attribute) -> SSAValue:
+        # what arith.ConstantOp(attr) builds, without its generic (slow) constructor
+        return self.res(arith.ConstantOp.create(result_types=[type_], properties={"value": attr}))
 
     # -- arithmetic ------------------------------------------------------------------
     def binary(self, op_class: type[Operation], a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.res(op_class(a, b))
+        return self.res(_typed_op(op_class, SSAValue.get(a), SSAValue.get(b)))
 
     def unary(self, op_class: type[Operation], a: SSAValue) -> SSAValue:
-        return self.res(op_class(a))
+        return self.res(_typed_op(op_class, SSAValue.get(a)))
 
     def cmpf(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.res(arith.CmpfOp(a, b, predicate))
@@ -130,7 +141,7 @@ class IRBuilder:
         return self.res(func.CallOp(name, list(args), [f64]))
 
     def math(self, op_class: type[Operation], a: SSAValue) -> SSAValue:
-        return self.res(op_class(a))
+        return self.res(_typed_op(op_class, SSAValue.get(a)))
 
     def powf(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.res(math.PowFOp(a, b))
@@ -159,7 +170,7 @@ class IRBuilder:
         return self.res(arith.IndexCastOp(value, i64))
 
     def index(self, value: int) -> SSAValue:
-        return self.res(arith.ConstantOp(IntegerAttr(value, INDEX)))
+        return self._constant(_int_attr(value, INDEX), INDEX)
 
     # -- memory ----------------------------------------------------------------------
     def alloc(self, type_: MemRefType) -> SSAValue:
@@ -200,16 +211,76 @@ class IRBuilder:
         self.insert(memref.DeallocOp.get(ref))
 
     def load(self, ref: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
-        return self.res(memref.LoadOp.get(ref, list(indices)))
+        # memref.LoadOp.get(ref, indices), without the generic constructor
+        ref = SSAValue.get(ref)
+        type_ = ref.type
+        assert isinstance(type_, MemRefType)
+        operands = [ref, *map(SSAValue.get, indices)]
+        return self.res(memref.LoadOp.create(operands=operands, result_types=[type_.element_type]))
 
     def store(self, value: SSAValue, ref: SSAValue, indices: Sequence[SSAValue]) -> None:
-        self.insert(memref.StoreOp.get(value, ref, list(indices)))
+        # memref.StoreOp.get(value, ref, indices), without the generic constructor
+        operands = [SSAValue.get(value), SSAValue.get(ref), *map(SSAValue.get, indices)]
+        self.insert(memref.StoreOp.create(operands=operands))
 
     def copy(self, src: SSAValue, dst: SSAValue) -> None:
         self.insert(memref.CopyOp(src, dst))
 
     def call(self, name: str, args: Sequence[SSAValue]) -> None:
         self.insert(func.CallOp(name, list(args), []))
+
+
+#: (op class, operand types) -> (result types, properties, attributes) of `op_class(*operands)`
+_OP_SHAPES: dict[tuple, tuple[list[Attribute], dict, dict]] = {}
+
+
+def _typed_op(op_class: type[Operation], *operands: SSAValue) -> Operation:
+    """`op_class(*operands)` for the arith/math ops whose constructor's result depends on
+    nothing but the operand types (result type, default flags): built by the constructor
+    once per (class, operand types), then with `create`, which skips xDSL's generic
+    constructor (a tenth of the cost)."""
+    key = (op_class, *[v.type for v in operands])
+    shape = _OP_SHAPES.get(key)
+    if shape is None:
+        op = op_class(*operands)
+        _OP_SHAPES[key] = ([r.type for r in op.results], dict(op.properties), dict(op.attributes))
+        return op
+    result_types, properties, attributes = shape
+    return op_class.create(
+        operands=operands,
+        result_types=result_types,
+        properties=dict(properties),
+        attributes=dict(attributes),
+    )
+
+
+# Attributes are immutable values; building one runs xDSL's generic checks (tens of
+# microseconds), so the constants a trace uses over and over are built once.
+_INT_ATTRS: dict[tuple[int, Attribute], IntegerAttr] = {}
+_FLOAT_ATTRS: dict[bytes, FloatAttr] = {}
+
+
+def _int_attr(value: int, type_: Attribute) -> IntegerAttr:
+    key = (value, type_)
+    attr = _INT_ATTRS.get(key)
+    if attr is None:
+        attr = IntegerAttr(value, type_)
+        if len(_INT_ATTRS) < _ATTR_CACHE_SIZE:
+            _INT_ATTRS[key] = attr
+    return attr
+
+
+def _float_attr(value: float) -> FloatAttr:
+    key = struct.pack("<d", value)  # the bits: -0.0 and NaN payloads stay apart
+    attr = _FLOAT_ATTRS.get(key)
+    if attr is None:
+        attr = FloatAttr(value, f64)
+        if len(_FLOAT_ATTRS) < _ATTR_CACHE_SIZE:
+            _FLOAT_ATTRS[key] = attr
+    return attr
+
+
+_ATTR_CACHE_SIZE = 100_000
 
 
 def quantum_attrs(**attrs: object) -> dict[str, Attribute]:

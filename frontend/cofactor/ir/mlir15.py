@@ -8,8 +8,16 @@ emitted in generic form through :func:`generic_op` under the name given here.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import UnregisteredOp
-from xdsl.ir import Attribute, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.dialects.builtin import UNKNOWN_LOC, StringAttr, UnregisteredOp
+from xdsl.ir import (
+    Attribute,
+    Operation,
+    OpResult,
+    ParametrizedAttribute,
+    SSAValue,
+    SSAValues,
+    TypeAttribute,
+)
 from xdsl.irdl import irdl_attr_definition
 
 #: current MLIR / xDSL name -> what MLIR 15 calls it (or how we replace it).
@@ -47,7 +55,7 @@ class ObsType(ParametrizedAttribute, TypeAttribute):
     name = "quantum.obs"
 
 
-_GENERIC_CLASSES: dict[str, type[Operation]] = {}
+_GENERIC_CLASSES: dict[str, tuple[type[Operation], StringAttr]] = {}
 
 
 def generic_op(
@@ -58,9 +66,18 @@ def generic_op(
 ) -> Operation:
     """An op that xDSL prints in MLIR's generic form:
     `"name"(operands) {attrs} : (...) -> (...)`."""
-    cls = _GENERIC_CLASSES.get(name)
-    if cls is None:
-        cls = _GENERIC_CLASSES[name] = UnregisteredOp.with_name(name)
-    return cls.create(
-        operands=operands, result_types=result_types or [], attributes=attributes or {}
-    )
+    entry = _GENERIC_CLASSES.get(name)
+    if entry is None:
+        entry = _GENERIC_CLASSES[name] = (UnregisteredOp.with_name(name), StringAttr(name))
+    cls, name_attr = entry
+    # What `cls.create(...)` builds (the name last among the attributes), without the
+    # generality of Operation.__init__ (successors, regions, properties: none here), which
+    # was a third of the cost of emitting a gate. tests/frontend/test_trace_speed_paths.py
+    # checks that both build the same op.
+    op = cls.__new__(cls)
+    op.operands = operands  # (the setter registers the uses)
+    op.results = SSAValues(OpResult(t, op, i) for i, t in enumerate(result_types or ()))
+    op.properties = {}
+    op.attributes = {**(attributes or {}), "op_name__": name_attr}
+    op.location = UNKNOWN_LOC
+    return op

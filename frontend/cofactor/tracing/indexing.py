@@ -109,6 +109,17 @@ def _index_error_fn(ctx: context.TraceContext) -> str:
 # ----------------------------------------------------------------------------------------
 def getitem(t: Tracer, key: Any) -> Tracer:
     """`t[key]`: static keys index the element array; traced integer keys load from memory."""
+    if (
+        isinstance(key, int | np.integer)
+        and not isinstance(key, bool)
+        and t._elems is None
+        and t._memref is not None
+        and len(t._shape) == 1
+        and -t._shape[0] <= key < t._shape[0]
+        and t._shape[0] <= ELEMENTWISE_MAX  # (larger arrays: array_views, below)
+    ):  # the common `x[i]` of a small argument array, as the general path below does it
+        elems = load_elements(t._memref, t._shape, t.dtype, np.array(int(key) % t._shape[0]))
+        return Tracer(elems, t.dtype)
     key = key if isinstance(key, tuple) else (key,)
     key = tuple(_static_key(k) for k in key)
     if not any(_is_traced_index(k) for k in key):

@@ -175,10 +175,11 @@ class QuantumScope:
         name = op.name
         if name in SKIPPED_OPS:
             return
-        if isinstance(op, qml.ops.Adjoint) and _directly_emittable(op.base):
+        kind = wrapper_kind(op)
+        if kind is qml.ops.Adjoint and _directly_emittable(op.base):
             return self.emit_operation(op.base, not adjoint, ctrl)
         if (
-            isinstance(op, qml.ops.Controlled)
+            kind is qml.ops.Controlled
             and _directly_emittable(op.base)
             and op.name not in runtime_gates()
         ):
@@ -186,7 +187,10 @@ class QuantumScope:
             values = [*ctrl[1], *[int(bool(v)) for v in op.control_values]]
             return self.emit_operation(op.base, adjoint, (wires, values))
         ctrl_wires = [self.wire(w) for w in ctrl[0]]
-        target = [self.wire(w) for w in op.wires]
+        # a Controlled's wires are its control wires, then its base's (PennyLane builds
+        # them as a new Wires object per access)
+        labels = (*op.control_wires, *op.target_wires) if kind is qml.ops.Controlled else op.wires
+        target = [self.wire(w) for w in labels]
         common = {"adjoint": adjoint, "ctrl_values": list(ctrl[1])}
         if name == "QubitUnitary":
             if _depends_on_arguments(op.parameters[0]):
@@ -321,9 +325,24 @@ def _gate_attrs(
 def _directly_emittable(op: qml.operation.Operator) -> bool:
     if op.name in gate_set() or op.name in SKIPPED_OPS:
         return True
-    if isinstance(op, qml.ops.Adjoint | qml.ops.Controlled):
+    if wrapper_kind(op) is not None:
         return _directly_emittable(op.base)
     return False
+
+
+_WRAPPER_KINDS: dict[type, type | None] = {}
+
+
+def wrapper_kind(op: Any) -> type | None:
+    """qml.ops.Adjoint or qml.ops.Controlled when `op` is one (a wrapper of `op.base`), else
+    None. isinstance with PennyLane's abstract classes, looked up once per class: a long
+    circuit asks for every gate."""
+    cls = type(op)
+    kind = _WRAPPER_KINDS.get(cls, False)
+    if kind is False:
+        kind = next((k for k in (qml.ops.Adjoint, qml.ops.Controlled) if isinstance(op, k)), None)
+        _WRAPPER_KINDS[cls] = kind
+    return kind
 
 
 def _decompose(ops: list[Any]) -> list[Any]:

@@ -219,11 +219,14 @@ class _LazyMemref:
     """An array that lives in a memref: elements are loaded on first use, right after the op
     that made the memref's contents final (so the loads dominate every later use)."""
 
-    __slots__ = ("ref", "anchor")
+    __slots__ = ("ref", "anchor", "loaded")
 
     def __init__(self, ref: SSAValue, anchor: Operation | Block) -> None:
         self.ref = ref
         self.anchor = anchor  # an op (load after it) or a block (load at its start)
+        # row-major position -> its Scalar: every load of an element sits at the same point
+        # (right after the anchor), so one load serves every read (x[w] in a gate loop)
+        self.loaded: dict[int, Scalar] = {}
 
 
 class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
@@ -497,30 +500,38 @@ def load_elements(
     """Load the elements at row-major positions `flat_ids` (any shape) of an array of `shape`
     stored in `lazy.ref`. The loads go right after the memref's anchor, so they dominate every
     later use; returns an object array of Scalars shaped like `flat_ids`."""
-    b = context.current().builder
-    if isinstance(lazy.anchor, Block):
-        b.push_at(InsertPoint.at_start(lazy.anchor))
-    else:
-        b.push_at(InsertPoint.after(lazy.anchor))
-    try:
-        out = np.empty(flat_ids.shape, dtype=object)
-        index_cache: dict[int, SSAValue] = {}
+    out = np.empty(flat_ids.shape, dtype=object)
+    loaded = lazy.loaded
+    missing = [pos for pos in np.ndindex(*flat_ids.shape) if int(flat_ids[pos]) not in loaded]
+    if missing:
+        b = context.current().builder
+        if isinstance(lazy.anchor, Block):
+            b.push_at(InsertPoint.at_start(lazy.anchor))
+        else:
+            b.push_at(InsertPoint.after(lazy.anchor))
+        try:
+            index_cache: dict[int, SSAValue] = {}
 
-        def idx(i: int) -> SSAValue:
-            if i not in index_cache:
-                index_cache[i] = b.index(i)
-            return index_cache[i]
+            def idx(i: int) -> SSAValue:
+                if i not in index_cache:
+                    index_cache[i] = b.index(i)
+                return index_cache[i]
 
-        for pos in np.ndindex(*flat_ids.shape):
-            ids = [idx(int(i)) for i in np.unravel_index(int(flat_ids[pos]), shape)]
-            if dtype == COMPLEX:
-                re = b.load(lazy.ref, [*ids, idx(0)])
-                im = b.load(lazy.ref, [*ids, idx(1)])
-                out[pos] = Scalar((re, im), dtype)
-            else:
-                out[pos] = Scalar(b.load(lazy.ref, ids), dtype)
-    finally:
-        b.pop()
+            for pos in missing:
+                flat = int(flat_ids[pos])
+                if flat in loaded:  # an element selected twice
+                    continue
+                ids = [idx(int(i)) for i in np.unravel_index(flat, shape)]
+                if dtype == COMPLEX:
+                    re = b.load(lazy.ref, [*ids, idx(0)])
+                    im = b.load(lazy.ref, [*ids, idx(1)])
+                    loaded[flat] = Scalar((re, im), dtype)
+                else:
+                    loaded[flat] = Scalar(b.load(lazy.ref, ids), dtype)
+        finally:
+            b.pop()
+    for pos in np.ndindex(*flat_ids.shape):
+        out[pos] = loaded[int(flat_ids[pos])]
     return out
 
 

@@ -1,0 +1,216 @@
+"""Module text, printed faster than xDSL's `str(op)` and character for character the same.
+
+xDSL's printer writes every token through `print(..., file=stream)` and prints every op,
+attribute and type from scratch. A long circuit (8,000 gates) spent more time printing its
+module than tracing it. `module_text` keeps xDSL's printer (and so its exact output) but
+collects the tokens in a list, prints each distinct scalar attribute or type once, and
+prints each distinct kind of region-free op once: as a template with holes for its SSA
+names, filled for every op of that kind. Two ops are of one kind when everything their
+printed form can depend on is equal (class, attributes, properties, operand and result
+types, which operands are the same value), so the text is the one xDSL would print.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    StringAttr,
+    UnitAttr,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.printer import Printer
+
+from cofactor.ir.mlir15 import ObsType
+
+#: attributes whose printed form depends on nothing but the attribute (no resource handles,
+#: no printer state): their text is computed once per distinct value
+_PURE_ATTRIBUTES = (
+    ArrayAttr,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ObsType,
+    StringAttr,
+    UnitAttr,
+)
+
+
+class _ListPrinter(Printer):
+    """xDSL's printer writing into a list of strings, with a cache of attribute texts."""
+
+    def __init__(self) -> None:
+        super().__init__(stream=_Sink(self))
+        self.parts: list[Any] = []
+        self._attr_text: dict[Attribute, str] = {}
+        # op kind -> its text after the result names, strings and SSA holes (None: the
+        # kind is printed by xDSL every time)
+        self._templates: dict[tuple, list[str | int] | None] = {}
+        self._by_identity: dict[tuple, list[str | int] | None] = {}
+        self._holes = False  # while printing a template: SSA values become holes
+
+    def print_ssa_value(self, value: SSAValue) -> str:
+        if self._holes:
+            self.parts.append(value)
+            return "?"
+        return super().print_ssa_value(value)
+
+    def print_op(self, op: Operation) -> None:
+        if (
+            op.regions
+            or op._successors
+            or self._holes
+            or (self.diagnostic.op_messages and op in self.diagnostic.op_messages)
+        ):
+            super().print_op(op)
+            return
+        operands = op._operands
+        results = op.results
+        attributes, properties = op.attributes, op.properties
+        # first by identity (the attribute and type objects are shared between ops of a
+        # kind, and all of them live as long as the module), then by value
+        id_key = (
+            type(op),
+            tuple(attributes),
+            tuple(map(id, attributes.values())),
+            tuple(properties),
+            tuple(map(id, properties.values())),
+            tuple([id(v.type) for v in operands]),
+            tuple([id(r.type) for r in results]),
+            len({id(v) for v in operands}),  # < len(operands) when a value is used twice
+        )
+        template = self._by_identity.get(id_key, False)
+        if template is False:
+            template = self._by_identity[id_key] = self._lookup(op)
+        if template is None:
+            super().print_op(op)
+            return
+        parts = self.parts
+        if results:
+            for i, r in enumerate(results):
+                if i:
+                    parts.append(", ")
+                Printer.print_ssa_value(self, r)
+            parts.append(" = ")
+        names = self._ssa_values
+        for part in template:
+            if type(part) is str:
+                parts.append(part)
+            else:
+                value = operands[part]
+                name = names.get(value)
+                if name is None:
+                    Printer.print_ssa_value(self, value)
+                else:
+                    parts.append("%" + name)
+
+    def _lookup(self, op: Operation) -> list[str | int] | None:
+        """The template of `op`'s kind (by value), made on first use."""
+        operands = op.operands
+        try:
+            key = (
+                type(op),
+                tuple(v.type for v in operands),
+                tuple(r.type for r in op.results),
+                tuple(op.attributes.items()),
+                tuple(op.properties.items()),
+                len(set(operands)),
+            )
+            template = self._templates.get(key, False)
+        except TypeError:  # an unhashable attribute
+            return None
+        if template is False:
+            template = self._templates[key] = self._template(op)
+        return template
+
+    def _template(self, op: Operation) -> list[str | int] | None:
+        """The text of `op` after its result names: strings and operand positions; None when
+        it does not fit a template (a value used twice, text over several lines)."""
+        operands = list(op.operands)
+        if len(set(operands)) != len(operands):
+            return None
+        outer, self.parts = self.parts, []
+        self._holes = True
+        try:
+            super().print_op(op)
+            parts = self.parts
+        finally:
+            self.parts, self._holes = outer, False
+        # the result names come first: `%r0, %r1 = `
+        results = list(op.results)
+        if results:
+            head = [x for r in results for x in (r, ", ")]
+            head[-1] = " = "
+            if parts[: len(head)] != head:
+                return None
+            parts = parts[len(head) :]
+        template: list[str | int] = []
+        for part in parts:
+            if isinstance(part, str):
+                if "\n" in part:
+                    return None
+                if template and isinstance(template[-1], str):
+                    template[-1] += part
+                    continue
+                template.append(part)
+            elif part in operands:
+                template.append(operands.index(part))
+            else:  # an SSA value that is not an operand (not expected without regions)
+                return None
+        return template
+
+    def print_string(self, text: str, *, indent: int | None = None) -> None:
+        if "\n" in text:  # rare: xDSL's handling of indentation and line callbacks
+            super().print_string(text, indent=indent)
+            return
+        self._current_column += len(text)
+        self.parts.append(text)
+
+    def _print_new_line(self, indent: int | None = None, print_message: bool = True) -> None:
+        if print_message and self._next_line_callback:
+            super()._print_new_line(indent, print_message)
+            return
+        num_spaces = (self._indent if indent is None else indent) * self.indent_num_spaces
+        self._current_line += 1
+        self.parts.append("\n" + " " * num_spaces)
+        self._current_column = num_spaces
+
+    def print_attribute(self, attribute: Attribute) -> None:
+        if not isinstance(attribute, _PURE_ATTRIBUTES):
+            super().print_attribute(attribute)
+            return
+        text = self._attr_text.get(attribute)
+        if text is None:
+            outer, self.parts = self.parts, []
+            super().print_attribute(attribute)
+            text = self._attr_text[attribute] = "".join(self.parts)
+            self.parts = outer
+        self._current_column += len(text)
+        self.parts.append(text)
+
+
+class _Sink:
+    """The stream of the base class's own writes (text with newlines): into `parts` too."""
+
+    def __init__(self, printer: _ListPrinter) -> None:
+        self.printer = printer
+
+    def write(self, text: str) -> None:
+        self.printer.parts.append(text)
+
+
+def module_text(op: Operation) -> str:
+    """`str(op)`, faster for large modules."""
+    printer = _ListPrinter()
+    printer.print_op(op)
+    return "".join(printer.parts)
