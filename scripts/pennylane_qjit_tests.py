@@ -41,6 +41,8 @@ import sys
 import time
 import types
 
+import pytest
+
 _RESULTS_ENV = "COFACTOR_PLQJIT_RESULTS"
 
 
@@ -83,6 +85,7 @@ def _install_cofactor_as_default() -> None:
 
 def pytest_configure(config) -> None:
     _install_cofactor_as_default()
+    pytest.importorskip = _importorskip_without_jax(pytest.importorskip)
 
 
 def _mentions_compiler(item) -> bool:
@@ -104,15 +107,45 @@ def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
         (keep if _mentions_compiler(item) else drop).append(item)
     for item in keep:
-        # Tests are marked `jax` because Catalyst needs JAX; PennyLane's conftest skips them
-        # when JAX is missing. A test whose own code does not use JAX runs here (cofactor needs
-        # no JAX); one that does (jax.numpy, importorskip("jax")) skips itself.
-        body = "\n".join(ln for ln in _source(item).splitlines() if not ln.lstrip().startswith("@"))
-        if "jax" not in body and "capture" not in {m.name for m in item.iter_markers()}:
+        # Tests are marked `jax` (and call a bare `pytest.importorskip("jax")`) because Catalyst
+        # needs JAX; PennyLane's conftest skips them when JAX is missing. A test whose own code
+        # does not otherwise use JAX runs here (cofactor needs no JAX); one that does
+        # (jax.numpy, `jax = pytest.importorskip("jax")`) skips itself: not applicable.
+        if _jax_free(item) and "capture" not in {m.name for m in item.iter_markers()}:
             item.own_markers[:] = [m for m in item.own_markers if m.name != "jax"]
+            item.stash[_JAX_FREE] = True
     if drop:
         config.hook.pytest_deselected(items=drop)
     items[:] = keep
+
+
+_JAX_FREE = pytest.StashKey[bool]()
+_BARE_JAX_SKIP = re.compile(r"^\s*pytest\.importorskip\([\"']jax[\"']\)\s*$")
+
+
+def _jax_free(item) -> bool:
+    body = [
+        ln
+        for ln in _source(item).splitlines()
+        if not ln.lstrip().startswith("@") and not _BARE_JAX_SKIP.match(ln)
+    ]
+    return not any("jax" in ln or "jnp" in ln for ln in body)
+
+
+def _importorskip_without_jax(original):
+    def importorskip(modname, *args, **kwargs):
+        if modname == "jax" and _CURRENT.get("jax_free"):
+            return None  # the test only asked for JAX because Catalyst needs it
+        return original(modname, *args, **kwargs)
+
+    return importorskip
+
+
+_CURRENT: dict = {}
+
+
+def pytest_runtest_call(item) -> None:
+    _CURRENT["jax_free"] = item.stash.get(_JAX_FREE, False)
 
 
 def _record(entry: dict) -> None:
@@ -161,15 +194,10 @@ def pytest_runtest_logreport(report) -> None:
         _record(entry)
 
 
-try:  # a stand-in for pytest-rng's `seed` fixture (the plugin is not installed here)
-    import pytest
-
-    @pytest.fixture
-    def seed(request) -> int:
-        return abs(hash(request.node.nodeid)) % (2**31)
-
-except ImportError:  # pragma: no cover - the parent process only needs the standard library
-    pass
+@pytest.fixture
+def seed(request) -> int:
+    """A stand-in for pytest-rng's `seed` fixture (that plugin is not installed here)."""
+    return abs(hash(request.node.nodeid)) % (2**31)
 
 
 # --------------------------------------------------------------------------------------------
@@ -208,13 +236,28 @@ def _run_file(path, tests_dir, timeout, extra) -> tuple[dict, list[str]]:
         log = pathlib.Path(f"/tmp/plqjit-{os.getpid()}-{path.stem}.jsonl")
         log.unlink(missing_ok=True)
         env[_RESULTS_ENV] = str(log)
-        cmd = [sys.executable, "-m", "pytest", "-p", "pennylane_qjit_tests", "-p",
-               "no:cacheprovider", "-q", "--no-header", "-rN", "-c",
-               str(tests_dir / "pytest.ini"), "--rootdir", str(tests_dir), str(path)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "pennylane_qjit_tests",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--no-header",
+            "-rN",
+            "-c",
+            str(tests_dir / "pytest.ini"),
+            "--rootdir",
+            str(tests_dir),
+            str(path),
+        ]
         cmd += [a for d in deselect for a in ("--deselect", d)] + extra
         try:
-            proc = subprocess.run(cmd, cwd=tests_dir, env=env, timeout=timeout,
-                                  capture_output=True, text=True)
+            proc = subprocess.run(
+                cmd, cwd=tests_dir, env=env, timeout=timeout, capture_output=True, text=True
+            )
             code, tail = proc.returncode, (proc.stdout + proc.stderr)[-2000:]
         except subprocess.TimeoutExpired:
             code, tail = "timeout", ""
@@ -239,7 +282,9 @@ def _run_file(path, tests_dir, timeout, extra) -> tuple[dict, list[str]]:
             if code == 2 or code == 4:  # a collection or usage error
                 reason = re.findall(r"^E\s+(.*)$", tail, re.M)
                 results[f"{path.name}::<collection>"] = (
-                    "failed", f"collection error: {reason[-1] if reason else tail[-200:]}")
+                    "failed",
+                    f"collection error: {reason[-1] if reason else tail[-200:]}",
+                )
             else:
                 notes.append(f"{path.name}: child exit {code}; {tail[-300:]!r}")
             break
@@ -258,8 +303,10 @@ def _summary(per_file: dict, notes: list[str], seconds: float) -> str:
     for rel, results in per_file.items():
         c = collections.Counter(o for o, _ in results.values())
         counts.update(c)
-        lines.append(f"{rel:60s} passed {c['passed'] + c['xpass']:4d}  failed {c['failed']:4d}  "
-                     f"skipped {c['skipped'] + c['xfail']:4d}")
+        lines.append(
+            f"{rel:60s} passed {c['passed'] + c['xpass']:4d}  failed {c['failed']:4d}  "
+            f"skipped {c['skipped'] + c['xfail']:4d}"
+        )
         for nodeid, (outcome, reason) in results.items():
             if outcome == "failed":
                 key = re.sub(r"0x[0-9a-f]+", "0x..", reason)

@@ -175,6 +175,8 @@ class QuantumScope:
         name = op.name
         if name in SKIPPED_OPS:
             return
+        if hasattr(op, "cofactor_emit"):  # an operator that emits itself (gridsynth words)
+            return op.cofactor_emit(self, adjoint, ctrl)
         if isinstance(op, qml.ops.Adjoint) and _directly_emittable(op.base):
             return self.emit_operation(op.base, not adjoint, ctrl)
         if (
@@ -319,7 +321,7 @@ def _gate_attrs(
 
 
 def _directly_emittable(op: qml.operation.Operator) -> bool:
-    if op.name in gate_set() or op.name in SKIPPED_OPS:
+    if op.name in gate_set() or op.name in SKIPPED_OPS or hasattr(op, "cofactor_emit"):
         return True
     if isinstance(op, qml.ops.Adjoint | qml.ops.Controlled):
         return _directly_emittable(op.base)
