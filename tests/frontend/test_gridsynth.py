@@ -111,3 +111,15 @@ def test_pennylane_modules_restored_after_trace():
     after = (ross_selinger.is_jax, normal_forms.is_jax, ross_selinger.AvailableCompilers)
     assert after == before
     assert type(clifford_t_transform._CLIFFORD_T_CACHE).__name__ != "_TracedAngleCache"
+
+
+def test_transform_error_keeps_its_type():
+    """A transform that raises under qjit (PennyLane's Solovay-Kitaev refuses when a compiler
+    is active) gives a CompileError that is also the exception PennyLane raised."""
+    from cofactor import CompileError
+
+    qnode = qml.QNode(_angles_circuit, dev2)
+    decomposed = qml.clifford_t_decomposition(qnode, method="sk")
+    with pytest.raises(RuntimeError, match="Solovay-Kitaev") as info:
+        _jit(decomposed)(0.5, 0)
+    assert isinstance(info.value, CompileError)

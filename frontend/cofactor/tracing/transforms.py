@@ -23,6 +23,7 @@ those are used directly as gate angles.
 from __future__ import annotations
 
 import contextlib
+import functools
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -282,10 +283,22 @@ def _apply(program: Any, tape: Any, names: str) -> tuple[list[Any], Any]:
             return [out], seg_post
         except Exception:
             pass
-    raise CompileError(
+    raise _transform_error(type(first))(
         f"the transform {names} could not be applied by cofactor to the traced circuit: "
         f"{type(first).__name__}: {first}"
     ) from first
+
+
+@functools.cache
+def _transform_error(raised: type) -> type:
+    """CompileError, also of the builtin type the transform raised (RuntimeError,
+    ValueError, ...): code written against PennyLane/Catalyst catches what they raise."""
+    if raised.__module__ != "builtins" or not issubclass(raised, Exception):
+        return CompileError
+    try:
+        return type(f"Compile{raised.__name__}", (CompileError, raised), {})
+    except TypeError:  # an incompatible layout (e.g. OSError)
+        return CompileError
 
 
 def _as_objects(x: Any) -> Any:
