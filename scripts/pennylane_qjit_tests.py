@@ -63,6 +63,7 @@ def _catalyst_alias() -> types.ModuleType:
     for name in cofactor.__all__:
         setattr(alias, name, getattr(cofactor, name))
     alias.__all__ = list(cofactor.__all__)
+    alias.jit = types.SimpleNamespace(QJIT=cofactor.QJIT, qjit=cofactor.qjit)
     return alias
 
 
@@ -124,10 +125,13 @@ def pytest_collection_modifyitems(config, items) -> None:
         # needs JAX; PennyLane's conftest skips them when JAX is missing. A test whose own code
         # does not otherwise use JAX runs here (cofactor needs no JAX); one that does
         # (jax.numpy, `jax = pytest.importorskip("jax")`) skips itself: not applicable.
-        if _jax_free(item) and "capture" not in {m.name for m in item.iter_markers()}:
+        no_jax = importlib.util.find_spec("jax") is None
+        if not _uses_jax(item) and "capture" not in {m.name for m in item.iter_markers()}:
             item.own_markers[:] = [m for m in item.own_markers if m.name != "jax"]
             item.stash[_JAX_FREE] = True
-        if _CAPTURE.search(_source(item)) and importlib.util.find_spec("jax") is None:
+        elif no_jax:
+            item.add_marker(pytest.mark.skip(reason="the test uses JAX (not installed)"))
+        if _CAPTURE.search(_code(item)) and no_jax:
             item.add_marker(pytest.mark.skip(reason="PennyLane's program capture needs JAX"))
     if drop:
         config.hook.pytest_deselected(items=drop)
@@ -135,17 +139,29 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 
 _JAX_FREE = pytest.StashKey[bool]()
+_NO_JAX = re.compile(r"(ModuleNotFoundError|ImportError): No module named '(jax|jaxlib)[.']")
 _CAPTURE = re.compile(r"capture=True|\.capture\.enable|\.capture\.pause")
 _BARE_JAX_SKIP = re.compile(r"^\s*pytest\.importorskip\([\"']jax[\"']\)\s*$")
 
 
-def _jax_free(item) -> bool:
-    body = [
-        ln
-        for ln in _source(item).splitlines()
-        if not ln.lstrip().startswith("@") and not _BARE_JAX_SKIP.match(ln)
-    ]
-    return not any("jax" in ln or "jnp" in ln for ln in body)
+def _code(item) -> str:
+    """The test function's code without decorators, docstring and comments."""
+    import ast
+    import textwrap
+
+    try:
+        fn = ast.parse(textwrap.dedent(_source(item))).body[0]
+    except (SyntaxError, IndexError):
+        return _source(item)
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return "\n".join(ast.unparse(stmt) for stmt in body)
+
+
+def _uses_jax(item) -> bool:
+    lines = [ln for ln in _code(item).splitlines() if not _BARE_JAX_SKIP.match(ln)]
+    return any("jax" in ln or "jnp" in ln for ln in lines)
 
 
 def _importorskip_without_jax(original):
@@ -210,6 +226,8 @@ def pytest_runtest_logreport(report) -> None:
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else "?"
             entry.update(outcome="xfail" if hasattr(report, "wasxfail") else "skipped")
             entry["reason"] = _skip_reason(str(reason))
+        elif report.outcome == "failed" and _NO_JAX.match(_failure_class(report)):
+            entry.update(outcome="skipped", reason="the test imports jax (not installed)")
         elif report.outcome == "failed":
             entry.update(outcome="failed", reason=_failure_class(report))
         else:
