@@ -177,6 +177,7 @@ def _emit_qnode_function(
                 with queue:
                     result = qnode.func(*call_args)
                     scope.flush()
+                result = transforms.measured_values(scope, result)
         out_values, out_tree = pytree.flatten(
             result, is_leaf=lambda x: isinstance(x, MeasurementProcess | Tracer)
         )

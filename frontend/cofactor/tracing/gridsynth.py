@@ -11,6 +11,8 @@ cofactor's own path, installed while a circuit is traced (`traced_angles()`):
 - `clifford_t_decomposition(method="gridsynth")` on a traced angle: PennyLane's decomposition
   cache is replaced for the duration by one that answers a traced angle with a
   `CliffordTWord` (a concrete angle still takes PennyLane's own cached, uncompiled search).
+- `clifford_t_decomposition` passes mid-circuit measurements (PennyLane `MidMeasure`s on
+  the tape while cofactor traces) through, as it does Catalyst's `MidCircuitMeasure`.
 - `rs_decomposition(op, epsilon, is_qjit=True)`: the names PennyLane's JAX path reads
   (`is_jax`, `jnp`, `ShapedArray`, `jax`, the "catalyst" entry point, `_jit_rs_decomposition`)
   are numpy/cofactor stand-ins, so that path runs with cofactor's `pure_callback`.
@@ -253,6 +255,9 @@ def traced_angles() -> Iterator[None]:
     numpy_for_jax = _numpy_for_jax()
     patches = {
         **numpy_for_jax,
+        # cofactor's mid-circuit measurements are PennyLane MidMeasures on the tape: the
+        # transform passes them through, as it does Catalyst's MidCircuitMeasure
+        ct: {"_CATALYST_SKIP_OP_TYPES": (*ct._CATALYST_SKIP_OP_TYPES, qml.ops.MidMeasure)},
         rs: {
             **numpy_for_jax[rs],
             "is_jax": True,

@@ -89,6 +89,21 @@ def record_measure(wires: Any, reset: bool, postselect: int | None) -> Measureme
     return MeasurementValue([mp])
 
 
+def measured_values(scope: Any, result: Any) -> Any:
+    """MeasurementValues in a circuit's result (a quantum-function transform returns those
+    of its tape) -> their traced outcomes."""
+    leaves, tree = pytree.flatten(result, is_leaf=_is_leaf)
+    if not any(isinstance(v, MeasurementValue) for v in leaves):
+        return result
+    out = [
+        v.processing_fn(*[scope.mcm_values[mid_key(m)] for m in v.measurements])
+        if isinstance(v, MeasurementValue)
+        else v
+        for v in leaves
+    ]
+    return pytree.unflatten(tree, out)
+
+
 def _is_leaf(x: Any) -> bool:
     return isinstance(x, MeasurementProcess | Tracer | MeasurementValue)
 
