@@ -123,3 +123,35 @@ def test_transform_error_keeps_its_type():
     with pytest.raises(RuntimeError, match="Solovay-Kitaev") as info:
         _jit(decomposed)(0.5, 0)
     assert isinstance(info.value, CompileError)
+
+
+def test_traces_in_threads_restore_pennylane_modules():
+    """Concurrent traces install the stand-ins once; the last one out restores them."""
+    import threading
+
+    before = (ross_selinger.is_jax, ross_selinger.AvailableCompilers, normal_forms.is_jax)
+    results, errors = {}, []
+
+    def run(k):
+        try:
+
+            @_jit
+            @qml.qnode(dev2)
+            def c(x):
+                rs_decomposition(qml.RZ(x, 0), 1e-2, is_qjit=True)
+                return qml.state()
+
+            results[k] = c(0.2 * (k + 1))
+        except Exception as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for k, state in results.items():
+        ref = qml.qnode(dev2)(lambda x: (rs_decomposition(qml.RZ(x, 0), 1e-2), qml.state())[1])
+        np.testing.assert_allclose(state, ref(0.2 * (k + 1)), atol=1e-10)
+    assert (ross_selinger.is_jax, ross_selinger.AvailableCompilers, normal_forms.is_jax) == before

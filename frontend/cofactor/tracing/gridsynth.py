@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -213,7 +214,7 @@ def _jax_free_ops() -> Any:
             size = 3 * int(upper_bounded_size) + 4
 
             def search(a: Any) -> tuple[np.ndarray, int, float, float]:
-                with _patched(_numpy_for_jax()):  # at run time, outside the trace
+                with traced_angles():  # at run time, outside the trace
                     info, g_phase, phase = fn(float(np.asarray(a)), upper_bounded_size)
                 codes, count, _ = encode(_compressed_to_ops(info), size)
                 return codes, count, float(g_phase), float(phase)
@@ -243,61 +244,75 @@ class _EntryPoints(dict):
         self["catalyst"] = {"ops": loader}
 
 
+_LOCK = threading.Lock()
+_ACTIVE: list[Any] = []  # [number of users, saved globals, the patches] while installed
+
+
 @contextlib.contextmanager
 def traced_angles() -> Iterator[None]:
-    """Install cofactor's gridsynth path while a circuit is traced (see the module doc)."""
+    """Install cofactor's gridsynth path while a circuit is traced (see the module doc); also
+    used by the run-time search. Reference-counted, so that traces in several threads (and
+    nested ones) install it once and the last one out restores PennyLane's globals."""
+    with _LOCK:
+        if not _ACTIVE:
+            patches = _patches()
+            saved = {
+                m: {n: m.__dict__[n] for n in p if n in m.__dict__} for m, p in patches.items()
+            }
+            for module, values in patches.items():
+                for n, v in values.items():
+                    setattr(module, n, v)
+            _ACTIVE[:] = [0, saved, patches]
+        _ACTIVE[0] += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _ACTIVE[0] -= 1
+            if _ACTIVE[0] == 0:
+                _, saved, patches = _ACTIVE
+                _ACTIVE.clear()
+                _restore(saved, patches)
+
+
+def _restore(saved: dict, patches: dict) -> None:
+    from pennylane.transforms.decompositions import clifford_t_transform as ct
+
+    cache = ct._CLIFFORD_T_CACHE
+    for module, values in patches.items():
+        for n in values:
+            if n in saved[module]:
+                setattr(module, n, saved[module][n])
+            else:
+                module.__dict__.pop(n, None)
+    if isinstance(cache, _TracedAngleCache):  # keep what PennyLane's own cache learnt
+        ct._CLIFFORD_T_CACHE = cache.inner
+
+
+def _patches() -> dict[Any, dict[str, Any]]:
+    from pennylane.ops.op_math.decompositions import normal_forms as nf
     from pennylane.ops.op_math.decompositions import ross_selinger as rs
     from pennylane.transforms.decompositions import clifford_t_transform as ct
 
-    saved_cache = ct._CLIFFORD_T_CACHE
-    ct._CLIFFORD_T_CACHE = _TracedAngleCache(ct, saved_cache)
-    ops = _jax_free_ops()
-    numpy_for_jax = _numpy_for_jax()
-    patches = {
-        **numpy_for_jax,
-        # cofactor's mid-circuit measurements are PennyLane MidMeasures on the tape: the
-        # transform passes them through, as it does Catalyst's MidCircuitMeasure
-        ct: {"_CATALYST_SKIP_OP_TYPES": (*ct._CATALYST_SKIP_OP_TYPES, qml.ops.MidMeasure)},
+    return {
+        # PennyLane's search for its JAX path builds its arrays with `jnp`: numpy does as well
+        nf: {"is_jax": True, "jnp": np},
+        ct: {
+            "_CLIFFORD_T_CACHE": _TracedAngleCache(ct, ct._CLIFFORD_T_CACHE),
+            # cofactor's mid-circuit measurements are PennyLane MidMeasures on the tape: the
+            # transform passes them through, as it does Catalyst's MidCircuitMeasure
+            "_CATALYST_SKIP_OP_TYPES": (*ct._CATALYST_SKIP_OP_TYPES, qml.ops.MidMeasure),
+        },
         rs: {
-            **numpy_for_jax[rs],
+            "jnp": np,
             "is_jax": True,
             "ShapedArray": lambda shape, dtype: None,
             "jax": types.SimpleNamespace(ensure_compile_time_eval=contextlib.nullcontext),
             "AvailableCompilers": types.SimpleNamespace(
-                names_entrypoints=_EntryPoints(rs.__dict__.get("AvailableCompilers"), ops)
+                names_entrypoints=_EntryPoints(
+                    rs.__dict__.get("AvailableCompilers"), _jax_free_ops()
+                )
             ),
             "_jit_rs_decomposition": _jit_rs_decomposition,
         },
     }
-    with _patched(patches):
-        try:
-            yield
-        finally:
-            if isinstance(ct._CLIFFORD_T_CACHE, _TracedAngleCache):
-                ct._CLIFFORD_T_CACHE = ct._CLIFFORD_T_CACHE.inner
-
-
-@contextlib.contextmanager
-def _patched(patches: dict[Any, dict[str, Any]]) -> Iterator[None]:
-    """Set module globals for the duration (restored, or removed when they were absent)."""
-    saved = {m: {n: m.__dict__[n] for n in p if n in m.__dict__} for m, p in patches.items()}
-    for module, values in patches.items():
-        for n, v in values.items():
-            setattr(module, n, v)
-    try:
-        yield
-    finally:
-        for module, values in patches.items():
-            for n in values:
-                if n in saved[module]:
-                    setattr(module, n, saved[module][n])
-                else:
-                    module.__dict__.pop(n, None)
-
-
-def _numpy_for_jax() -> dict[Any, dict[str, Any]]:
-    """PennyLane's search for its JAX path builds its arrays with `jnp`: numpy does as well."""
-    from pennylane.ops.op_math.decompositions import normal_forms as nf
-    from pennylane.ops.op_math.decompositions import ross_selinger as rs
-
-    return {nf: {"is_jax": True, "jnp": np}, rs: {"jnp": np}}
