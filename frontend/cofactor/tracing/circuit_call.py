@@ -35,7 +35,7 @@ from cofactor.errors import CompileError
 from cofactor.ir.builder import memref_type, quantum_attrs
 from cofactor.ir.mlir15 import generic_op
 from cofactor.launcher import BufferSpec
-from cofactor.tracing import context, pytree
+from cofactor.tracing import context, gridsynth, pytree
 from cofactor.tracing.numpy_rules import as_tracer, in_memory, store_tracer
 from cofactor.tracing.observables import NAMED_OBSERVABLES  # noqa: F401 (re-exported)
 from cofactor.tracing.observables import is_dynamic as _is_dynamic
@@ -168,7 +168,7 @@ def _emit_qnode_function(
         outer_values = [c.cell_contents for c in cells]
         for c in cells:
             c.cell_contents = next(params)
-        with mcm.patched_statistics():
+        with mcm.patched_statistics(), gridsynth.traced_angles():
             if transforms.has_transforms(qnode):
                 result = transforms.trace_transformed(scope, qnode, call_args)
             else:
@@ -177,6 +177,7 @@ def _emit_qnode_function(
                 with queue:
                     result = qnode.func(*call_args)
                     scope.flush()
+                result = transforms.measured_values(scope, result)
         out_values, out_tree = pytree.flatten(
             result, is_leaf=lambda x: isinstance(x, MeasurementProcess | Tracer)
         )

@@ -158,6 +158,12 @@ class QuantumScope:
         # (semantics) TemporaryAND with traced control values: run-time flips around it
         from cofactor.api_extensions.hybrid import expand_traced_control_values
 
+        if any(isinstance(o, qml.ops.MidMeasure | qml.ops.Conditional) for o in ops):
+            # a quantum-function transform queued the tape it made: measurements in order
+            from cofactor.tracing.transforms import _emit_operations
+
+            _emit_operations(self, qml.tape.QuantumScript(ops), "a quantum-function transform")
+            return measurements
         ops = expand_traced_control_values(ops)
         for op in _decompose(ops):
             self.emit_operation(op)
@@ -175,6 +181,8 @@ class QuantumScope:
         name = op.name
         if name in SKIPPED_OPS:
             return
+        if hasattr(op, "cofactor_emit"):  # an operator that emits itself (gridsynth words)
+            return op.cofactor_emit(self, adjoint, ctrl)
         kind = wrapper_kind(op)
         if kind is qml.ops.Adjoint and _directly_emittable(op.base):
             return self.emit_operation(op.base, not adjoint, ctrl)
@@ -323,7 +331,7 @@ def _gate_attrs(
 
 
 def _directly_emittable(op: qml.operation.Operator) -> bool:
-    if op.name in gate_set() or op.name in SKIPPED_OPS:
+    if op.name in gate_set() or op.name in SKIPPED_OPS or hasattr(op, "cofactor_emit"):
         return True
     if wrapper_kind(op) is not None:
         return _directly_emittable(op.base)
@@ -395,6 +403,13 @@ def _postselect_value(postselect: Any) -> int | None:
     return int(postselect)
 
 
+def _foreign_queue(scope: QuantumScope) -> bool:
+    """PennyLane is recording operators on a queue of its own (a quantum-function transform
+    makes a tape of the function), not on one of the scope's."""
+    active = qml.QueuingManager.active_context()
+    return active is not None and bool(scope.queues) and not any(q is active for q in scope.queues)
+
+
 def measure(wires: Any, reset: bool = False, postselect: int | None = None) -> Tracer:
     """Mid-circuit measurement of one wire; returns a traced bool (Catalyst's `measure`)."""
     ctx = context.current() if context.is_tracing() else None
@@ -406,7 +421,9 @@ def measure(wires: Any, reset: bool = False, postselect: int | None = None) -> T
             raise CompileError("Only one element is supported for the 'wires' parameter")
         wires = wires[0]
     postselect = _postselect_value(postselect)
-    if scope.recording is not None:  # under a transform: a MidMeasure on the tape
+    if scope.recording is not None or _foreign_queue(scope):
+        # under a transform (of the QNode, or of the quantum function: PennyLane records the
+        # function on its own queue): a MidMeasure on the tape, in its place among the gates
         from cofactor.tracing.transforms import record_measure
 
         return record_measure(wires, reset, postselect)

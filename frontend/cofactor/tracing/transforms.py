@@ -23,6 +23,7 @@ those are used directly as gate angles.
 from __future__ import annotations
 
 import contextlib
+import functools
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -86,6 +87,21 @@ def record_measure(wires: Any, reset: bool, postselect: int | None) -> Measureme
         meas_uid=str(uuid.uuid4()),
     )
     return MeasurementValue([mp])
+
+
+def measured_values(scope: Any, result: Any) -> Any:
+    """MeasurementValues in a circuit's result (a quantum-function transform returns those
+    of its tape) -> their traced outcomes."""
+    leaves, tree = pytree.flatten(result, is_leaf=_is_leaf)
+    if not any(isinstance(v, MeasurementValue) for v in leaves):
+        return result
+    out = [
+        v.processing_fn(*[scope.mcm_values[mid_key(m)] for m in v.measurements])
+        if isinstance(v, MeasurementValue)
+        else v
+        for v in leaves
+    ]
+    return pytree.unflatten(tree, out)
 
 
 def _is_leaf(x: Any) -> bool:
@@ -282,10 +298,22 @@ def _apply(program: Any, tape: Any, names: str) -> tuple[list[Any], Any]:
             return [out], seg_post
         except Exception:
             pass
-    raise CompileError(
+    raise _transform_error(type(first))(
         f"the transform {names} could not be applied by cofactor to the traced circuit: "
         f"{type(first).__name__}: {first}"
     ) from first
+
+
+@functools.cache
+def _transform_error(raised: type) -> type:
+    """CompileError, also of the builtin type the transform raised (RuntimeError,
+    ValueError, ...): code written against PennyLane/Catalyst catches what they raise."""
+    if raised.__module__ != "builtins" or not issubclass(raised, Exception):
+        return CompileError
+    try:
+        return type(f"Compile{raised.__name__}", (CompileError, raised), {})
+    except TypeError:  # an incompatible layout (e.g. OSError)
+        return CompileError
 
 
 def _as_objects(x: Any) -> Any:
