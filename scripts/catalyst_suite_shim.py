@@ -49,8 +49,39 @@ def _na(what: str) -> CatsuiteNotApplicable:
     return CatsuiteNotApplicable(f"{MARK} {what}")
 
 
+_collecting = {"on": True}  # while pytest imports the test files
+
+
+class _PlaceholderValue:
+    """What a placeholder returns when called while the test files are imported (e.g. in a
+    `parametrize` list): the tests that use it are then the ones marked not applicable."""
+
+    def __init__(self, what: str):
+        object.__setattr__(self, "_what", what)
+
+    def __repr__(self):
+        if not _collecting["on"]:  # a test compares it or prints it
+            raise _na(object.__getattribute__(self, "_what") + "()")
+        return object.__getattribute__(self, "_what").rsplit(".", 1)[-1]
+
+    def __getattr__(self, name):
+        if name.startswith("_") or name.startswith("pytest"):
+            raise AttributeError(name)
+        raise _na(f"{object.__getattribute__(self, '_what')}().{name}")
+
+    def __call__(self, *a, **k):
+        raise _na(object.__getattribute__(self, "_what") + "()")
+
+    def __eq__(self, other):
+        raise _na(object.__getattribute__(self, "_what") + "()")
+
+    __hash__ = object.__hash__
+
+
 class _PlaceholderMeta(type):
     def __call__(cls, *a, **k):
+        if _collecting["on"]:
+            return _PlaceholderValue(cls._what)
         raise _na(cls._what)
 
     def __getattr__(cls, name):
@@ -89,6 +120,13 @@ class _ProxyModule(types.ModuleType):
         real = object.__getattribute__(self, "_real")
         if real is not None and hasattr(real, name):
             return getattr(real, name)
+        if self.__name__.startswith("catsuite_catalyst."):
+            # Catalyst re-exports its public API from submodules
+            # (catalyst.api_extensions.control_flow.switch is catalyst.switch).
+            import cofactor
+
+            if name in cofactor.__all__:
+                return getattr(cofactor, name)
         full = f"{self.__name__}.{name}"
         sub = sys.modules.get(full)
         if sub is not None:
@@ -130,7 +168,10 @@ def _jax_modules() -> dict[str, types.ModuleType]:
     jax.tree_util = tu
     jax.__version__ = "0.0.0+catsuite-shim"
     jax.config = types.SimpleNamespace(
-        update=lambda *a, **k: None, x64_enabled=True, jax_enable_x64=True
+        update=lambda *a, **k: None,
+        x64_enabled=True,
+        jax_enable_x64=True,
+        values={"jax_enable_x64": True},
     )
     src = _ProxyModule("catsuite_jax._src", None, "needs JAX: jax._src")
     src.tree_util = tu
@@ -228,6 +269,10 @@ def _needs_capture(item) -> bool:
     if params.get("capture_mode") is True or params.get("use_both_frontend") == "capture":
         return True
     return False
+
+
+def pytest_collection_finish(session):
+    _collecting["on"] = False
 
 
 def pytest_collection_modifyitems(session, config, items):

@@ -308,8 +308,11 @@ class QJIT:
             result = self.user_function(*args, **kwargs)
             # every result leaf (traced or constant) is written to an out-parameter memref
             out_values, out_tree = _flatten_result(result)
-            out_tracers = [as_tracer(v) for v in out_values]
-            out_leaves: list[Any] = [BufferSpec(t.shape, t.dtype) for t in out_tracers]
+            # (wires, e.g. of an adjoint/ctrl region, are static: returned as they are)
+            out_leaves: list[Any] = [v if _is_wires(v) else as_tracer(v) for v in out_values]
+            out_tracers = [t for t in out_leaves if isinstance(t, Tracer)]
+            out_leaves = [BufferSpec(t.shape, t.dtype) if isinstance(t, Tracer) else t
+                          for t in out_leaves]  # fmt: skip
             out_args = [
                 block.insert_arg(memref_type(t.shape, t.dtype), len(block.args))
                 for t in out_tracers
@@ -320,7 +323,7 @@ class QJIT:
             b.pop()
             if ctx.interrupt_checks:
                 interrupts.arm_on_entry(ctx, block)
-        out_types = [memref_type(s.shape, s.dtype) for s in out_leaves]
+        out_types = [memref_type(t.shape, t.dtype) for t in out_tracers]
         entry = func.FuncOp(self.symbol, ([*in_types, *out_types], []), Region(block))
         entry.attributes["llvm.emit_c_interface"] = UnitAttr()
         module = ModuleOp([*b.module_ops, entry])
@@ -362,6 +365,12 @@ def _flatten_result(result: Any) -> tuple[list[Any], Any]:
 
     leaves, structure = qml.pytrees.flatten(result)
     return leaves, ("pennylane", structure)
+
+
+def _is_wires(value: Any) -> bool:
+    import pennylane as qml
+
+    return isinstance(value, qml.wires.Wires)
 
 
 def _has_operator(value: Any) -> bool:

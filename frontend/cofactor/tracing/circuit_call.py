@@ -195,8 +195,8 @@ def _emit_qnode_function(
         )
         out_tracers, out_leaves = [], []
         for v in out_values2:
-            if isinstance(v, np.ndarray) and v.dtype != object:
-                out_leaves.append(v)  # static (counts basis states)
+            if (isinstance(v, np.ndarray) and v.dtype != object) or isinstance(v, qml.wires.Wires):
+                out_leaves.append(v)  # static (counts basis states, a region's wires)
                 continue
             t = as_tracer(v)
             out_tracers.append(t)
