@@ -114,6 +114,14 @@ class _ProxyModule(types.ModuleType):
         object.__setattr__(self, "_real", real)
         object.__setattr__(self, "_what", what)
 
+    def __setattr__(self, name, value):
+        # a test setting a Catalyst flag (monkeypatch.setattr("catalyst.autograph_...", ..))
+        real = self.__dict__.get("_real")
+        if self.__name__.startswith("catsuite_catalyst") and not hasattr(real, name):
+            if not name.startswith("__") and not isinstance(value, types.ModuleType):
+                raise _na(f"sets {self.__dict__.get('_what')}.{name}")
+        super().__setattr__(name, value)
+
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)

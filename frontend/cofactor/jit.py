@@ -140,12 +140,13 @@ class QJIT:
                     self._compile_for(annotations)
                     self._aot = True
             except CompileError as err:
-                warnings.warn(
-                    f"AOT compilation of {self.__name__} failed; it will be compiled at the "
-                    f"first call instead: {err}",
-                    UserWarning,
-                    stacklevel=2,
+                # as Catalyst: a program that does not compile for its declared signature
+                # (or, without parameters, its only one) is an error where it is decorated
+                err.add_note(
+                    f"(raised while compiling {self.__name__} ahead of time for the signature "
+                    "its annotations declare, as Catalyst does)"
                 )
+                raise
 
     # -- calling ---------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -335,6 +336,20 @@ class QJIT:
         return text, out_tree, out_leaves, checks, ctx.has_callbacks
 
     # -- inspection ------------------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        # Attributes of the object given to qjit (a QNode's device, diff_method,
+        # execute_kwargs), which Catalyst's QJIT also exposes.
+        fn = self.__dict__.get("original_function")
+        if fn is None or name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return getattr(fn, name)
+        except AttributeError:
+            raise AttributeError(
+                f"{type(self).__name__!r} object (and the {type(fn).__name__} it compiles) "
+                f"has no attribute {name!r}"
+            ) from None
+
     @property
     def mlir(self) -> str | None:
         """The MLIR module the frontend emitted (for the most recent compilation, or traced

@@ -120,7 +120,7 @@ def _normalize_argnums(argnums: Any, nargs: int, what: str) -> tuple[tuple[int, 
     for n in nums:
         if not isinstance(n, int | np.integer) or isinstance(n, bool):
             raise CompileValueError(
-                f"{what}: argnums should be an integer or a sequence of integers, not {argnums!r}"
+                f"{what}: argnums should be an integer or a Sequence of integers, not {argnums!r}"
             )
         if not -nargs <= n < nargs:
             raise CompileValueError(
