@@ -333,9 +333,7 @@ def annotation_specs(fn: Callable, signature: inspect.Signature) -> tuple | None
     params = list(signature.parameters.values())
     if not params:
         return ()
-    if any(
-        p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params
-    ):
+    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
         return None
     try:
         hints = inspect.get_annotations(fn, eval_str=True)
