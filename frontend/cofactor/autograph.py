@@ -32,6 +32,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from cofactor.errors import CompileError
 
 __all__ = ["run_autograph"]
@@ -258,6 +260,28 @@ def while_stmt(
     set_state(tuple(results))
 
 
+def _logical(operands: tuple, array_fn: Callable, python_fn: Callable) -> Any:
+    # As Catalyst's autograph: both operands are evaluated; all traced -> numpy's elementwise
+    # logical op (traced bools); otherwise Python's operator (`static and traced` is the
+    # traced value, `traced and static` needs a concrete bool and is refused).
+    values = [f() for f in operands]
+    if all(_is_traced(v) for v in values):
+        return array_fn(*values)
+    return python_fn(*values)
+
+
+def and_(a: Callable, b: Callable) -> Any:
+    return _logical((a, b), np.logical_and, lambda x, y: x and y)
+
+
+def or_(a: Callable, b: Callable) -> Any:
+    return _logical((a, b), np.logical_or, lambda x, y: x or y)
+
+
+def not_(a: Any) -> Any:
+    return _logical((lambda: a,), np.logical_not, lambda x: not x)
+
+
 def _unpack(state: tuple) -> Any:
     """Loop bodies return one carried value as itself, several as a tuple."""
     if not state:
@@ -270,6 +294,9 @@ _PRIMITIVES = {
     "for_stmt": for_stmt,
     "while_stmt": while_stmt,
     "converted_call": converted_call,
+    "and_": and_,
+    "or_": or_,
+    "not_": not_,
 }
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pennylane as qml
 import pytest
 
-from cofactor import autograph, qjit
+from cofactor import CompileError, autograph, qjit
 
 
 def helper(x):
@@ -130,3 +130,56 @@ def test_library_functions_are_not_converted():
         return np.sum(np.array([x, 2.0 * x])) + qml.math.sin(x)
 
     assert f(0.3) == pytest.approx(0.9 + np.sin(0.3))
+
+
+def _chain_and(p):
+    return p > 0.0 and p < 1.0 and p <= 2.0
+
+
+def _chain_or(p):
+    return p > 1.0 or p < 0.0 or p == 0.5
+
+
+def _negate(p):
+    return not p > 1.0
+
+
+def _and(a, b):
+    return a and b
+
+
+def _or(a, b):
+    return a or b
+
+
+def _not(a):
+    return not a
+
+
+@pytest.mark.parametrize("fn", [_chain_and, _chain_or, _negate])
+@pytest.mark.parametrize("p", [-0.5, 0.5, 1.5])
+def test_logical_operators_on_traced_values_match_python(fn, p):
+    """`and`/`or`/`not` on traced bools (Catalyst's autograph: traced operands -> numpy's
+    logical_and/or/not, a traced bool), with the values uncompiled Python gives."""
+    assert bool(qjit(autograph=True)(fn)(p)) == fn(p)
+
+
+def test_logical_operators_on_traced_arrays_are_elementwise():
+    a, b = np.array([0, 1, 0]), np.array([1, 1, 0])
+    np.testing.assert_array_equal(qjit(autograph=True)(_and)(a, b), np.logical_and(a, b))
+    np.testing.assert_array_equal(qjit(autograph=True)(_or)(a, b), np.logical_or(a, b))
+    np.testing.assert_array_equal(qjit(autograph=True)(_not)(a), np.logical_not(a))
+
+
+@pytest.mark.parametrize("s", [True, False])
+def test_logical_operators_with_a_static_operand_keep_python_semantics(s):
+    def static_first(d):
+        return s and d, s or d
+
+    def traced_first(d):
+        return d and s
+
+    got = qjit(autograph=True)(static_first)(True)
+    assert tuple(bool(v) for v in got) == (s and True, s or True)
+    with pytest.raises(CompileError, match="concrete bool"):
+        qjit(autograph=True)(traced_first)(True)
