@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pennylane as qml
 import pytest
 
 from cofactor import CompileError, cond, for_loop, qjit, while_loop
@@ -171,3 +172,20 @@ def test_nested_loops_and_cond():
 
     expected = sum(j for i in range(6) for j in range(i) if j % 2 == 0)
     assert f(6) == expected
+
+
+def test_loop_body_returning_an_empty_tuple_carries_nothing():
+    """Catalyst's bodies may end with `return ()` when nothing is carried (an empty pytree)."""
+
+    def circuit(n):
+        @qml.for_loop(0, n, 1)
+        def loop(i):
+            qml.RX(np.pi * (i + 1) / 3, wires=i)
+            return ()
+
+        loop()
+        return qml.state()
+
+    ref = qml.QNode(circuit, qml.device("default.qubit", wires=2))(2)
+    got = qml.qjit(qml.QNode(circuit, qml.device("lightning.qubit", wires=2)), compiler="cofactor")
+    np.testing.assert_allclose(got(2), ref, atol=1e-12)

@@ -237,7 +237,8 @@ def _as_result(init: tuple, out: Any) -> tuple:
     """A body's return value as a tuple matching `init` (bodies return a bare value when
     there is one carried value)."""
     if len(init) == 0:
-        if out is not None:
+        # (an empty tuple is no value, as in Catalyst, whose bodies may end with `return ()`)
+        if out is not None and not (isinstance(out, tuple | list) and len(out) == 0):
             raise CompileError("the loop body returned a value but no initial value was given")
         return ()
     if len(init) == 1:
