@@ -70,9 +70,18 @@ NOT_APPLICABLE = [
     (r"assert '(cofactor|numpy)' == '(catalyst|jax)'", "asserts the JAX interface / compiler"),
     (r"\.mlir\b.*(quantum\.|func\.func|catalyst)", "asserts Catalyst's MLIR text"),
     (r"has no attribute 'jaxpr'", "asserts Catalyst's jaxpr"),
+    (
+        r"has no attribute '(compile_options|compiled_function|_get_batch_size|"
+        r"_make_execution_config)'",
+        "Catalyst's QJIT/vmap internals",
+    ),
     (r"program capture|plxpr|qml\.capture", "program capture (plxpr) needs JAX"),
     (r"device 'CustomDevice' is not supported", "Catalyst's device plugin API (TOML devices)"),
     (r"fixture 'mocker' not found", "pytest-mock spies on Catalyst internals"),
+    (
+        r"DID NOT RAISE NotImplementedError",
+        "Catalyst refuses (NotImplementedError) what cofactor runs",
+    ),
 ]
 
 # Tests of Catalyst's own objects (the HybridOp behind a control-flow callable, a vmap's
