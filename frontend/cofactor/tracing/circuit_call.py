@@ -335,7 +335,8 @@ def check_differentiable(info: QNodeInfo) -> None:
     if info.has_mcm:
         raise DifferentiableCompileError(
             f"mid-circuit measurements cannot be differentiated with the adjoint or "
-            f'parameter-shift method {where}; differentiate with method="fd" instead'
+            f"parameter-shift method (MidCircuitMeasure is not allowed in a differentiated "
+            f'circuit) {where}; differentiate with method="fd" instead'
         )
     if info.traced_constants:
         raise DifferentiableCompileError(
