@@ -350,6 +350,17 @@ def run_autograph(fn: Callable, include: tuple = ()) -> Callable:
         recursive=True, user_requested=True, optional_features=None
     )
     target = fn.func if isinstance(fn, qml.QNode) else fn
+    if not isinstance(fn, qml.QNode) and not inspect.isfunction(target):
+        if not callable(target):
+            raise CompileError(f"autograph cannot convert {target!r}: it is not callable")
+
+        # a method or a callable object (a user's class, a vmap, a cond): called as a
+        # converted function calls it (a user's __call__ is converted, cofactor's are not),
+        # as Catalyst converts a lambda that calls it
+        def call_object(*args: Any, **kwargs: Any) -> Any:
+            return converted_call(target, args, kwargs)
+
+        return call_object
     try:
         new_fn, _, _ = _transformer_instance().transform(target, converter.ProgramContext(options))
     except Exception as err:

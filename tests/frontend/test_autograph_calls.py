@@ -9,7 +9,7 @@ import numpy as np
 import pennylane as qml
 import pytest
 
-from cofactor import CompileError, autograph, qjit
+from cofactor import CompileError, autograph, for_loop, qjit, vmap
 
 
 def helper(x):
@@ -183,3 +183,29 @@ def test_logical_operators_with_a_static_operand_keep_python_semantics(s):
     assert tuple(bool(v) for v in got) == (s and True, s or True)
     with pytest.raises(CompileError, match="concrete bool"):
         qjit(autograph=True)(traced_first)(True)
+
+
+class _Piecewise:
+    def __call__(self, x):
+        if x > 2.0:  # converted: x is traced
+            return x**2
+        return -x
+
+
+def test_autograph_of_a_callable_object_and_of_cofactor_callables():
+    """qjit(obj, autograph=True) of a callable object: a user's __call__ is converted (as
+    Catalyst converts a lambda calling it); a vmap / cond / for_loop object runs as itself."""
+    f = qjit(autograph=True)(_Piecewise())
+    assert f(3.0) == _Piecewise()(3.0) and f(1.0) == _Piecewise()(1.0)
+
+    def add(d):
+        return d["x"] + d["y"]
+
+    batched = qjit(vmap(add, in_axes=({"x": None, "y": 0},)), autograph=True)
+    np.testing.assert_array_equal(batched({"x": 1, "y": np.arange(5)}), np.arange(1, 6))
+
+    @for_loop(0, 6, 1)
+    def loop(_, agg):
+        return agg + 5
+
+    assert qjit(loop, autograph=True)(0) == 30
