@@ -181,6 +181,15 @@ def _jax_modules() -> dict[str, types.ModuleType]:
         jax_enable_x64=True,
         values={"jax_enable_x64": True},
     )
+    # JAX's errors for a traced value where Python needs a concrete one: cofactor raises
+    # CompileError (naming the value and what to use instead) in those places
+    import cofactor
+
+    errors = _ProxyModule("catsuite_jax.errors", None, "needs JAX: jax.errors")
+    errors.TracerBoolConversionError = cofactor.CompileError
+    errors.TracerIntegerConversionError = cofactor.CompileError
+    errors.ConcretizationTypeError = cofactor.CompileError
+    jax.errors = errors
     src = _ProxyModule("catsuite_jax._src", None, "needs JAX: jax._src")
     src.tree_util = tu
     return {
@@ -188,6 +197,7 @@ def _jax_modules() -> dict[str, types.ModuleType]:
         "catsuite_jax.numpy": jnp,
         "catsuite_jax.numpy.linalg": jnp.linalg,
         "catsuite_jax.tree_util": tu,
+        "catsuite_jax.errors": errors,
         "catsuite_jax._src": src,
         "catsuite_jax._src.tree_util": tu,
     }

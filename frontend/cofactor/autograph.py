@@ -33,10 +33,16 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from pennylane.exceptions import AutoGraphError as _PennyLaneAutoGraphError
 
 from cofactor.errors import CompileError
 
-__all__ = ["run_autograph"]
+
+class AutoGraphError(CompileError, _PennyLaneAutoGraphError):
+    """A program autograph cannot convert (Catalyst's and PennyLane's AutoGraphError)."""
+
+
+__all__ = ["AutoGraphError", "run_autograph"]
 
 
 def _is_traced(x: Any) -> bool:
@@ -157,9 +163,10 @@ def _check_defined(values: tuple, names: tuple[str, ...], what: str) -> tuple:
 
     for v, name in zip(values, names, strict=False):
         if isinstance(v, Undefined):
-            raise CompileError(
-                f"autograph: variable {name!r} is not defined on every path of {what} on a "
-                "traced value; give it a value before the statement"
+            raise AutoGraphError(
+                f"Some branches did not define a value for variable {name!r}: autograph: "
+                f"variable {name!r} is not defined on every path of {what} on a traced value; "
+                "give it a value before the statement"
             )
     return values
 
@@ -352,7 +359,7 @@ def run_autograph(fn: Callable, include: tuple = ()) -> Callable:
     target = fn.func if isinstance(fn, qml.QNode) else fn
     if not isinstance(fn, qml.QNode) and not inspect.isfunction(target):
         if not callable(target):
-            raise CompileError(f"autograph cannot convert {target!r}: it is not callable")
+            raise AutoGraphError(f"Unsupported object for transformation: {type(target)}")
 
         # a method or a callable object (a user's class, a vmap, a cond): called as a
         # converted function calls it (a user's __call__ is converted, cofactor's are not),
@@ -364,9 +371,10 @@ def run_autograph(fn: Callable, include: tuple = ()) -> Callable:
     try:
         new_fn, _, _ = _transformer_instance().transform(target, converter.ProgramContext(options))
     except Exception as err:
-        raise CompileError(
+        raise AutoGraphError(
             f"autograph could not convert {getattr(target, '__name__', target)}: {err}"
         ) from err
+    new_fn.ag_unconverted = target  # as malt's own converted functions (and Catalyst's)
     if isinstance(fn, qml.QNode):
         qnode = copy.copy(fn)
         qnode.func = new_fn

@@ -9,6 +9,7 @@ import numpy as np
 import pennylane as qml
 import pytest
 
+import cofactor
 from cofactor import CompileError, autograph, for_loop, qjit, vmap
 
 
@@ -209,3 +210,16 @@ def test_autograph_of_a_callable_object_and_of_cofactor_callables():
         return agg + 5
 
     assert qjit(loop, autograph=True)(0) == 30
+
+
+def test_a_variable_left_undefined_by_a_branch_is_an_autograph_error():
+    """Catalyst's (and PennyLane's) AutoGraphError, which is also a CompileError."""
+
+    def f(x):
+        if x > 0.0:
+            y = x
+        return y  # noqa: F821 - undefined on the false path
+
+    with pytest.raises(qml.exceptions.AutoGraphError, match="did not define a value for"):
+        qjit(autograph=True)(f)(1.0)
+    assert issubclass(cofactor.AutoGraphError, CompileError)
