@@ -89,6 +89,9 @@ NOT_APPLICABLE = [
 NOT_APPLICABLE_IDS = [
     (r"OperatorAccess|test_operation_access|test_missing_operation", "Catalyst's HybridOp"),
     (r"test_vmap_with_shapeless_args|test_vmap_axis_out_of_bounds", "Catalyst's vmap internals"),
+    # x[i] = v / x[i] *= v on a *caller's* array: JAX arrays are immutable (autograph makes it
+    # x = x.at[i].set(v)), numpy's are updated in place, so the tests' expected values differ
+    (r"TestJaxIndexOperatorUpdate::test_single", "JAX's immutable arrays (.at[])"),
 ]
 
 _IMPORT_RULES = [
