@@ -165,9 +165,10 @@ def _h(x, y):
 @pytest.mark.parametrize(
     "call, exc, match",
     [
-        (lambda x, y: jvp(_h, [x, y], [1.0]), TypeError, "number of tangents"),
-        (lambda x, y: jvp(_h, [x, y], [1.0, np.ones(2)]), ValueError, "shape"),
-        (lambda x, y: jvp(_h, [x, y], [1, 1]), TypeError, "dtype"),
+        (lambda x, y: jvp(_h, [x, y], [1.0], argnums=[0, 1]), TypeError, "number of tangents"),
+        (lambda x, y: jvp(_h, [x, y], [1.0, 1.0]), TypeError, "number of tangents"),  # argnums=0
+        (lambda x, y: jvp(_h, [x, y], [1.0, np.ones(2)], argnums=[0, 1]), ValueError, "shape"),
+        (lambda x, y: jvp(_h, [x, y], [1, 1], argnums=[0, 1]), TypeError, "dtype"),
         (lambda x, y: vjp(_h, [x, y], [np.ones(2), np.ones(2)]), TypeError, "number of cotangents"),
         (lambda x, y: vjp(_h, [x, y], [np.ones(3)]), ValueError, "shape"),
         (lambda x, y: vjp(_h, [x, y], [np.array([1, 2])]), TypeError, "dtype"),
@@ -185,17 +186,17 @@ def test_wrong_jvp_vjp_arguments(call, exc, match):
         (lambda: jvp(_h, [0.5, 2.0], 1.0), ValueError, "'tangents' argument must be a Sequence"),
         (lambda: vjp(_h, 0.5, [np.ones(2)]), ValueError, "'params' argument must be a Sequence"),
         (
-            lambda: jvp(_h, [0.5, 2.0], [1.0]),
+            lambda: jvp(_h, [0.5, 2.0], [1.0], argnums=[0, 1]),
             TypeError,
             "number of tangents and number of differentiable parameters in jvp",
         ),
         (
-            lambda: jvp(_h, [0.5, 2.0], [1, 1]),
+            lambda: jvp(_h, [0.5, 2.0], [1, 1], argnums=[0, 1]),
             TypeError,
             "function params and tangents arguments to jvp do not match",
         ),
         (
-            lambda: jvp(_h, [0.5, 2.0], [1.0, np.ones(2)]),
+            lambda: jvp(_h, [0.5, 2.0], [1.0, np.ones(2)], argnums=[0, 1]),
             ValueError,
             "jvp called with different function params and tangent shapes",
         ),

@@ -33,8 +33,9 @@ def _sequence(x: Any, kind: str, hint: str) -> tuple:
     return tuple(x)
 
 
-def _argnums_all(argnums: Any, nargs: int) -> Any:
-    return tuple(range(nargs)) if argnums is None else argnums
+def _default_argnums(argnums: Any) -> Any:
+    # Catalyst's default, as grad's: the first argument (a single int: its vjp is not a tuple)
+    return 0 if argnums is None else argnums
 
 
 # compiled products for calls outside qjit: (kind, id(f), options, layout) -> (f, compiled)
@@ -136,13 +137,14 @@ def vjp(
 ) -> tuple[Any, Any]:
     """`(f(*params), vjps)`: the vector-Jacobian products of `f` at `params` with
     `cotangents` (one per result of `f`, in order), one per differentiated argument
-    (argnums: default all)."""
+    (argnums: default 0, the first argument, as in Catalyst; an int gives one vjp, a list a
+    tuple)."""
     params = _sequence(params, "vjp", "params")
     if not context.is_tracing():
         options = {"method": method, "h": h, "argnums": argnums}
         return _outside_qjit("vjp", f, params, cotangents, options)
     what = f"vjp({_fn_name(f)})"
-    req = _Request(f, params, _argnums_all(argnums, len(params)), method, h, what)
+    req = _Request(f, params, _default_argnums(argnums), method, h, what)
     cts = _split_cotangents(cotangents, req.out_specs)
     if len(cts) != len(req.out_specs):
         # Catalyst: TypeError "number of cotangent and number of function output parameters..."
@@ -191,14 +193,15 @@ def jvp(
     argnums: Any = None,
 ) -> tuple[Any, Any]:
     """`(f(*params), jvps)`: the Jacobian-vector products of `f` at `params` with
-    `tangents` (one per differentiated argument; argnums: default all), one per result."""
+    `tangents` (one per differentiated argument; argnums: default 0, the first argument, as
+    in Catalyst), one per result."""
     params = _sequence(params, "jvp", "params")
     tangents = _sequence(tangents, "jvp", "tangents")
     if not context.is_tracing():
         options = {"method": method, "h": h, "argnums": argnums}
         return _outside_qjit("jvp", f, params, tangents, options)
     what = f"jvp({_fn_name(f)})"
-    req = _Request(f, params, _argnums_all(argnums, len(params)), method, h, what)
+    req = _Request(f, params, _default_argnums(argnums), method, h, what)
     tans = _params(tangents)
     if len(tans) != len(req.argnums):
         # Catalyst: TypeError "number of tangents and number of differentiable parameters..."
