@@ -22,6 +22,7 @@ from cofactor.api_extensions import (  # noqa: E402
     vmap,
     while_loop,
 )
+from cofactor.autograph import AutoGraphError  # noqa: E402
 from cofactor.errors import (  # noqa: E402
     CompileError,
     DifferentiableCompileError,
@@ -33,6 +34,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "QJIT",
+    "AutoGraphError",
     "CompileError",
     "DifferentiableCompileError",
     "RuntimeExecutionError",

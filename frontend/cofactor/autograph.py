@@ -32,9 +32,17 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+from pennylane.exceptions import AutoGraphError as _PennyLaneAutoGraphError
+
 from cofactor.errors import CompileError
 
-__all__ = ["run_autograph"]
+
+class AutoGraphError(CompileError, _PennyLaneAutoGraphError):
+    """A program autograph cannot convert (Catalyst's and PennyLane's AutoGraphError)."""
+
+
+__all__ = ["AutoGraphError", "run_autograph"]
 
 
 def _is_traced(x: Any) -> bool:
@@ -155,9 +163,10 @@ def _check_defined(values: tuple, names: tuple[str, ...], what: str) -> tuple:
 
     for v, name in zip(values, names, strict=False):
         if isinstance(v, Undefined):
-            raise CompileError(
-                f"autograph: variable {name!r} is not defined on every path of {what} on a "
-                "traced value; give it a value before the statement"
+            raise AutoGraphError(
+                f"Some branches did not define a value for variable {name!r}: autograph: "
+                f"variable {name!r} is not defined on every path of {what} on a traced value; "
+                "give it a value before the statement"
             )
     return values
 
@@ -258,6 +267,28 @@ def while_stmt(
     set_state(tuple(results))
 
 
+def _logical(operands: tuple, array_fn: Callable, python_fn: Callable) -> Any:
+    # As Catalyst's autograph: both operands are evaluated; all traced -> numpy's elementwise
+    # logical op (traced bools); otherwise Python's operator (`static and traced` is the
+    # traced value, `traced and static` needs a concrete bool and is refused).
+    values = [f() for f in operands]
+    if all(_is_traced(v) for v in values):
+        return array_fn(*values)
+    return python_fn(*values)
+
+
+def and_(a: Callable, b: Callable) -> Any:
+    return _logical((a, b), np.logical_and, lambda x, y: x and y)
+
+
+def or_(a: Callable, b: Callable) -> Any:
+    return _logical((a, b), np.logical_or, lambda x, y: x or y)
+
+
+def not_(a: Any) -> Any:
+    return _logical((lambda: a,), np.logical_not, lambda x: not x)
+
+
 def _unpack(state: tuple) -> Any:
     """Loop bodies return one carried value as itself, several as a tuple."""
     if not state:
@@ -270,6 +301,9 @@ _PRIMITIVES = {
     "for_stmt": for_stmt,
     "while_stmt": while_stmt,
     "converted_call": converted_call,
+    "and_": and_,
+    "or_": or_,
+    "not_": not_,
 }
 
 
@@ -323,12 +357,24 @@ def run_autograph(fn: Callable, include: tuple = ()) -> Callable:
         recursive=True, user_requested=True, optional_features=None
     )
     target = fn.func if isinstance(fn, qml.QNode) else fn
+    if not isinstance(fn, qml.QNode) and not inspect.isfunction(target):
+        if not callable(target):
+            raise AutoGraphError(f"Unsupported object for transformation: {type(target)}")
+
+        # a method or a callable object (a user's class, a vmap, a cond): called as a
+        # converted function calls it (a user's __call__ is converted, cofactor's are not),
+        # as Catalyst converts a lambda that calls it
+        def call_object(*args: Any, **kwargs: Any) -> Any:
+            return converted_call(target, args, kwargs)
+
+        return call_object
     try:
         new_fn, _, _ = _transformer_instance().transform(target, converter.ProgramContext(options))
     except Exception as err:
-        raise CompileError(
+        raise AutoGraphError(
             f"autograph could not convert {getattr(target, '__name__', target)}: {err}"
         ) from err
+    new_fn.ag_unconverted = target  # as malt's own converted functions (and Catalyst's)
     if isinstance(fn, qml.QNode):
         qnode = copy.copy(fn)
         qnode.func = new_fn

@@ -143,12 +143,13 @@ class QJIT:
                     self._compile_for(annotations)
                     self._aot = True
             except CompileError as err:
-                warnings.warn(
-                    f"AOT compilation of {self.__name__} failed; it will be compiled at the "
-                    f"first call instead: {err}",
-                    UserWarning,
-                    stacklevel=2,
+                # as Catalyst: a program that does not compile for its declared signature
+                # (or, without parameters, its only one) is an error where it is decorated
+                err.add_note(
+                    f"(raised while compiling {self.__name__} ahead of time for the signature "
+                    "its annotations declare, as Catalyst does)"
                 )
+                raise
 
     # -- calling ---------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -316,8 +317,11 @@ class QJIT:
             result = self.user_function(*args, **kwargs)
             # every result leaf (traced or constant) is written to an out-parameter memref
             out_values, out_tree = _flatten_result(result)
-            out_tracers = [as_tracer(v) for v in out_values]
-            out_leaves: list[Any] = [BufferSpec(t.shape, t.dtype) for t in out_tracers]
+            # (wires, e.g. of an adjoint/ctrl region, are static: returned as they are)
+            out_leaves: list[Any] = [v if _is_wires(v) else as_tracer(v) for v in out_values]
+            out_tracers = [t for t in out_leaves if isinstance(t, Tracer)]
+            out_leaves = [BufferSpec(t.shape, t.dtype) if isinstance(t, Tracer) else t
+                          for t in out_leaves]  # fmt: skip
             out_args = [
                 block.insert_arg(memref_type(t.shape, t.dtype), len(block.args))
                 for t in out_tracers
@@ -328,7 +332,7 @@ class QJIT:
             b.pop()
             if ctx.interrupt_checks:
                 interrupts.arm_on_entry(ctx, block)
-        out_types = [memref_type(s.shape, s.dtype) for s in out_leaves]
+        out_types = [memref_type(t.shape, t.dtype) for t in out_tracers]
         entry = func.FuncOp(self.symbol, ([*in_types, *out_types], []), Region(block))
         entry.attributes["llvm.emit_c_interface"] = UnitAttr()
         module = ModuleOp([*b.module_ops, entry])
@@ -341,6 +345,20 @@ class QJIT:
         return text, out_tree, out_leaves, checks, ctx.has_callbacks
 
     # -- inspection ------------------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        # Attributes of the object given to qjit (a QNode's device, diff_method,
+        # execute_kwargs), which Catalyst's QJIT also exposes.
+        fn = self.__dict__.get("original_function")
+        if fn is None or name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return getattr(fn, name)
+        except AttributeError:
+            raise AttributeError(
+                f"{type(self).__name__!r} object (and the {type(fn).__name__} it compiles) "
+                f"has no attribute {name!r}"
+            ) from None
+
     @property
     def mlir(self) -> str | None:
         """The MLIR module the frontend emitted (for the most recent compilation, or traced
@@ -386,6 +404,12 @@ def _flatten_result(result: Any) -> tuple[list[Any], Any]:
 
     leaves, structure = qml.pytrees.flatten(result)
     return leaves, ("pennylane", structure)
+
+
+def _is_wires(value: Any) -> bool:
+    import pennylane as qml
+
+    return isinstance(value, qml.wires.Wires)
 
 
 def _has_operator(value: Any) -> bool:

@@ -328,11 +328,12 @@ def _slot_name(layout: Layout, i: int, pos_names: tuple[str, ...]) -> str:
 
 def annotation_specs(fn: Callable, signature: inspect.Signature) -> tuple | None:
     """Abstract arguments from type annotations (`x: float`, `y: ShapeDtype(...)`) if every
-    parameter is positional and has one; None otherwise (JIT mode)."""
+    parameter is positional and has one; None otherwise (JIT mode). A function without
+    parameters has one signature, `()`: compiled when decorated, as in Catalyst."""
     params = list(signature.parameters.values())
-    if not params or any(
-        p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params
-    ):
+    if not params:
+        return ()
+    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
         return None
     try:
         hints = inspect.get_annotations(fn, eval_str=True)

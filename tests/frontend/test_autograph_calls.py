@@ -9,7 +9,8 @@ import numpy as np
 import pennylane as qml
 import pytest
 
-from cofactor import autograph, qjit
+import cofactor
+from cofactor import CompileError, autograph, for_loop, qjit, vmap
 
 
 def helper(x):
@@ -130,3 +131,95 @@ def test_library_functions_are_not_converted():
         return np.sum(np.array([x, 2.0 * x])) + qml.math.sin(x)
 
     assert f(0.3) == pytest.approx(0.9 + np.sin(0.3))
+
+
+def _chain_and(p):
+    return p > 0.0 and p < 1.0 and p <= 2.0
+
+
+def _chain_or(p):
+    return p > 1.0 or p < 0.0 or p == 0.5
+
+
+def _negate(p):
+    return not p > 1.0
+
+
+def _and(a, b):
+    return a and b
+
+
+def _or(a, b):
+    return a or b
+
+
+def _not(a):
+    return not a
+
+
+@pytest.mark.parametrize("fn", [_chain_and, _chain_or, _negate])
+@pytest.mark.parametrize("p", [-0.5, 0.5, 1.5])
+def test_logical_operators_on_traced_values_match_python(fn, p):
+    """`and`/`or`/`not` on traced bools (Catalyst's autograph: traced operands -> numpy's
+    logical_and/or/not, a traced bool), with the values uncompiled Python gives."""
+    assert bool(qjit(autograph=True)(fn)(p)) == fn(p)
+
+
+def test_logical_operators_on_traced_arrays_are_elementwise():
+    a, b = np.array([0, 1, 0]), np.array([1, 1, 0])
+    np.testing.assert_array_equal(qjit(autograph=True)(_and)(a, b), np.logical_and(a, b))
+    np.testing.assert_array_equal(qjit(autograph=True)(_or)(a, b), np.logical_or(a, b))
+    np.testing.assert_array_equal(qjit(autograph=True)(_not)(a), np.logical_not(a))
+
+
+@pytest.mark.parametrize("s", [True, False])
+def test_logical_operators_with_a_static_operand_keep_python_semantics(s):
+    def static_first(d):
+        return s and d, s or d
+
+    def traced_first(d):
+        return d and s
+
+    got = qjit(autograph=True)(static_first)(True)
+    assert tuple(bool(v) for v in got) == (s and True, s or True)
+    with pytest.raises(CompileError, match="concrete bool"):
+        qjit(autograph=True)(traced_first)(True)
+
+
+class _Piecewise:
+    def __call__(self, x):
+        if x > 2.0:  # converted: x is traced
+            return x**2
+        return -x
+
+
+def test_autograph_of_a_callable_object_and_of_cofactor_callables():
+    """qjit(obj, autograph=True) of a callable object: a user's __call__ is converted (as
+    Catalyst converts a lambda calling it); a vmap / cond / for_loop object runs as itself."""
+    f = qjit(autograph=True)(_Piecewise())
+    assert f(3.0) == _Piecewise()(3.0) and f(1.0) == _Piecewise()(1.0)
+
+    def add(d):
+        return d["x"] + d["y"]
+
+    batched = qjit(vmap(add, in_axes=({"x": None, "y": 0},)), autograph=True)
+    np.testing.assert_array_equal(batched({"x": 1, "y": np.arange(5)}), np.arange(1, 6))
+
+    @for_loop(0, 6, 1)
+    def loop(_, agg):
+        return agg + 5
+
+    assert qjit(loop, autograph=True)(0) == 30
+
+
+def test_a_variable_left_undefined_by_a_branch_is_an_autograph_error():
+    """Catalyst's (and PennyLane's) AutoGraphError, which is also a CompileError."""
+
+    def f(x):
+        if x > 0.0:
+            y = x
+        return y  # noqa: F821 - undefined on the false path
+
+    with pytest.raises(qml.exceptions.AutoGraphError, match="did not define a value for"):
+        qjit(autograph=True)(f)(1.0)
+    assert issubclass(cofactor.AutoGraphError, CompileError)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pennylane as qml
 import pytest
 
 from cofactor import CompileError, cond, for_loop, qjit, while_loop
@@ -171,3 +172,51 @@ def test_nested_loops_and_cond():
 
     expected = sum(j for i in range(6) for j in range(i) if j % 2 == 0)
     assert f(6) == expected
+
+
+def test_loop_body_returning_an_empty_tuple_carries_nothing():
+    """Catalyst's bodies may end with `return ()` when nothing is carried (an empty pytree)."""
+
+    def circuit(n):
+        @qml.for_loop(0, n, 1)
+        def loop(i):
+            qml.RX(np.pi * (i + 1) / 3, wires=i)
+            return ()
+
+        loop()
+        return qml.state()
+
+    ref = qml.QNode(circuit, qml.device("default.qubit", wires=2))(2)
+    got = qml.qjit(qml.QNode(circuit, qml.device("lightning.qubit", wires=2)), compiler="cofactor")
+    np.testing.assert_allclose(got(2), ref, atol=1e-12)
+
+
+@pytest.mark.parametrize("value", [33, (44, 33), 1.0])
+def test_while_loop_condition_must_be_a_bool(value):
+    """As Catalyst (TypeError): an int condition is not read as "nonzero" (33 would loop
+    forever), nor a tuple as an array."""
+
+    def f(x):
+        @while_loop(lambda i: value)
+        def loop(i):
+            return i + 1
+
+        return loop(x)
+
+    with pytest.raises(TypeError, match="a single boolean scalar was expected"):
+        qjit(f)(0)
+
+
+def test_while_loop_condition_python_bool_and_traced_bool():
+    def f(n):
+        @while_loop(lambda i: i < n)
+        def loop(i):
+            return i + 1
+
+        @while_loop(lambda i: False)
+        def never(i):
+            return i + 1
+
+        return loop(0), never(5)
+
+    assert tuple(qjit(f)(4)) == (4, 5)

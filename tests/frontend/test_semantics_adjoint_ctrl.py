@@ -434,3 +434,32 @@ def test_traced_temporary_and_inside_adjoint_and_ctrl(v):
         qml.adjoint(lambda: qml.TemporaryAND(wires=[0, 1, 2], control_values=v))()
 
     _compare(c, 4, np.array(v), measure="probs")
+
+
+def test_called_region_has_catalysts_wires():
+    """Catalyst's adjoint(fn)(...) / ctrl(fn, ...)(...) return an operation whose .wires are the
+    control wires, then the region's wires in program order (HybridAdjoint/HybridCtrl.wires);
+    outside qjit the same calls are PennyLane operators on the same set of wires."""
+
+    def func(theta, wires):
+        qml.RX(theta, wires=wires[0])
+        qml.Hadamard(wires[1])
+        qml.CNOT([wires[2], wires[1]])
+
+    def regions(theta):
+        a = cofactor.ctrl(func, control=[1])(theta, [3, 2, 0])
+        b = cofactor.adjoint(cofactor.adjoint(cofactor.adjoint(func)))(theta, [0, 3, 2])
+        return a.wires, b.wires
+
+    @qml.qjit(compiler="cofactor")
+    @qml.qnode(qml.device("lightning.qubit", wires=4))
+    def circuit(theta):
+        return regions(theta)
+
+    got = circuit(0.3)
+    assert got == (qml.wires.Wires([1, 3, 2, 0]), qml.wires.Wires([0, 3, 2]))
+    assert all(isinstance(w, qml.wires.Wires) for w in got)
+    with qml.queuing.AnnotatedQueue():
+        uncompiled = regions(0.3)
+    assert [set(w) for w in uncompiled] == [set(w) for w in got]
+    assert uncompiled[0][0] == 1  # the control wire first in both

@@ -165,9 +165,10 @@ def _h(x, y):
 @pytest.mark.parametrize(
     "call, exc, match",
     [
-        (lambda x, y: jvp(_h, [x, y], [1.0]), TypeError, "number of tangents"),
-        (lambda x, y: jvp(_h, [x, y], [1.0, np.ones(2)]), ValueError, "shape"),
-        (lambda x, y: jvp(_h, [x, y], [1, 1]), TypeError, "dtype"),
+        (lambda x, y: jvp(_h, [x, y], [1.0], argnums=[0, 1]), TypeError, "number of tangents"),
+        (lambda x, y: jvp(_h, [x, y], [1.0, 1.0]), TypeError, "number of tangents"),  # argnums=0
+        (lambda x, y: jvp(_h, [x, y], [1.0, np.ones(2)], argnums=[0, 1]), ValueError, "shape"),
+        (lambda x, y: jvp(_h, [x, y], [1, 1], argnums=[0, 1]), TypeError, "dtype"),
         (lambda x, y: vjp(_h, [x, y], [np.ones(2), np.ones(2)]), TypeError, "number of cotangents"),
         (lambda x, y: vjp(_h, [x, y], [np.ones(3)]), ValueError, "shape"),
         (lambda x, y: vjp(_h, [x, y], [np.array([1, 2])]), TypeError, "dtype"),
@@ -176,6 +177,57 @@ def _h(x, y):
 def test_wrong_jvp_vjp_arguments(call, exc, match):
     with pytest.raises(exc, match=match):
         qjit(call)(0.5, 2.0)
+
+
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda: jvp(_h, 0.5, [1.0]), ValueError, "'params' argument must be a Sequence"),
+        (lambda: jvp(_h, [0.5, 2.0], 1.0), ValueError, "'tangents' argument must be a Sequence"),
+        (lambda: vjp(_h, 0.5, [np.ones(2)]), ValueError, "'params' argument must be a Sequence"),
+        (
+            lambda: jvp(_h, [0.5, 2.0], [1.0], argnums=[0, 1]),
+            TypeError,
+            "number of tangents and number of differentiable parameters in jvp",
+        ),
+        (
+            lambda: jvp(_h, [0.5, 2.0], [1, 1], argnums=[0, 1]),
+            TypeError,
+            "function params and tangents arguments to jvp do not match",
+        ),
+        (
+            lambda: jvp(_h, [0.5, 2.0], [1.0, np.ones(2)], argnums=[0, 1]),
+            ValueError,
+            "jvp called with different function params and tangent shapes",
+        ),
+        (
+            lambda: vjp(_h, [0.5, 2.0], [np.ones(2), np.ones(2)]),
+            TypeError,
+            "number of cotangent and number of function output parameters in vjp",
+        ),
+        # a cotangent of the wrong dtype *and* shape: the dtype is reported (Catalyst's order)
+        (
+            lambda: vjp(_h, [0.5, 2.0], 33),
+            TypeError,
+            "function output params and cotangents arguments to vjp do not match",
+        ),
+        (
+            lambda: vjp(_h, [0.5, 2.0], [np.ones(3)]),
+            ValueError,
+            "vjp called with different function output params and cotangent shapes",
+        ),
+        (
+            lambda: vjp(_h, [0.5, 2.0], [np.ones(2)], argnums="x"),
+            ValueError,
+            "argnums should be an integer or a Sequence of integers",
+        ),
+    ],
+)
+def test_wrong_jvp_vjp_arguments_raise_at_decoration_with_catalysts_words(call, exc, match):
+    """Catalyst compiles a function without parameters when it is decorated, so the error
+    comes from qjit(...) itself, with Catalyst's exception type and wording (plus ours)."""
+    with pytest.raises(exc, match=match):
+        qjit(call)
 
 
 def test_cond_result_mismatches_are_type_errors():

@@ -245,3 +245,29 @@ def test_catalyst_error_messages():
     # unbatched arguments need no shape (Catalyst's test_vmap_with_shapeless_args)
     out = qjit(lambda v: vmap(lambda n, a: n * a, in_axes=(None, 0))(10, v))(xx)
     np.testing.assert_array_equal(out, 10 * xx)
+
+
+def test_vmap_annotations_do_not_compile_ahead_of_time():
+    """A vmapped function's annotations describe one element of the batch, so qjit does not
+    compile it from them when decorated (Catalyst: vmap does not allow AOT compilation)."""
+
+    @qjit
+    @vmap
+    def f(x: float):
+        return x**2
+
+    assert f.compile_count == 0
+    np.testing.assert_allclose(f(np.array([1.0, 2.0, 3.0])), [1.0, 4.0, 9.0])
+    assert f.compile_count == 1
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"in_axes": (0.1, None)}, "Invalid 'in_axes'; it must be an int or a tuple of PyTrees "),
+        ({"out_axes": (0.1, None)}, "Invalid 'out_axes'; it must be an int or a tuple of PyTree "),
+    ],
+)
+def test_vmap_invalid_axes_use_catalysts_words(kwargs, match):
+    with pytest.raises(ValueError, match=match + "with integer leaves"):
+        vmap(lambda x: x, **kwargs)

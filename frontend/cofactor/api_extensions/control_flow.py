@@ -237,7 +237,8 @@ def _as_result(init: tuple, out: Any) -> tuple:
     """A body's return value as a tuple matching `init` (bodies return a bare value when
     there is one carried value)."""
     if len(init) == 0:
-        if out is not None:
+        # (an empty tuple is no value, as in Catalyst, whose bodies may end with `return ()`)
+        if out is not None and not (isinstance(out, tuple | list) and len(out) == 0):
             raise CompileError("the loop body returned a value but no initial value was given")
         return ()
     if len(init) == 1:
@@ -279,9 +280,15 @@ def _traced_while(cond_fn: Callable, body: Callable, init: tuple) -> Any:
     before = Block(arg_types=types)
     with traced_region(before) as flush:
         state = carry.rebuild(list(before.args))
-        pred = cast_tracer(as_tracer(cond_fn(*state)), BOOL)
-        if pred.shape != ():
-            raise CompileError("the while_loop condition must return a scalar bool")
+        raw = cond_fn(*state)
+        pred = as_tracer(raw)
+        if pred.shape != () or pred.dtype != BOOL:
+            # as Catalyst (TypeError); an int would otherwise be read as "nonzero"
+            raise CompileTypeError(
+                "the while_loop condition must return a scalar bool: a single boolean scalar "
+                f"was expected, got the value {raw!r} (dtype {pred.dtype}, shape {pred.shape}); "
+                "compare it, e.g. `i < n`"
+            )
         flush()
         # and not interrupted (Ctrl-C, tracing/interrupts.py)
         stop = interrupts.exit_requested(context.current())

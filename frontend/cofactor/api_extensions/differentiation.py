@@ -85,7 +85,7 @@ def _check_method(method: str | None, h: Any, what: str) -> tuple[str, float, st
             step = DEFAULT_FD_STEP
         elif isinstance(h, bool) or not isinstance(h, int | float | np.integer | np.floating):
             raise CompileValueError(
-                f"{what}: invalid h value ({h!r}); None or a number was expected"
+                f"{what}: Invalid h value ({h!r}); None or a number was expected"
             )
         else:
             step = float(h)
@@ -95,7 +95,8 @@ def _check_method(method: str | None, h: Any, what: str) -> tuple[str, float, st
             )
         return "fd", step, FD_SCHEMES[method]
     raise CompileValueError(
-        f'{what}: unsupported differentiation method {method!r}; use "auto" (the default: '
+        f"{what}: Invalid differentiation method {method!r} (an unsupported differentiation "
+        'method); use "auto" (the default: '
         'Enzyme, with the QNodes\' own diff_method), "fd" (forward finite differences, as '
         'Catalyst) or "central" (central finite differences)'
     )
@@ -120,7 +121,7 @@ def _normalize_argnums(argnums: Any, nargs: int, what: str) -> tuple[tuple[int, 
     for n in nums:
         if not isinstance(n, int | np.integer) or isinstance(n, bool):
             raise CompileValueError(
-                f"{what}: argnums should be an integer or a sequence of integers, not {argnums!r}"
+                f"{what}: argnums should be an integer or a Sequence of integers, not {argnums!r}"
             )
         if not -nargs <= n < nargs:
             raise CompileValueError(

@@ -152,6 +152,7 @@ class _CallNode:
     args: tuple
     kwargs: dict
     transform: Transform = field(default_factory=Transform)
+    result: RegionOperation | None = None
 
 
 # ----------------------------------------------------------------------------------------
@@ -237,9 +238,14 @@ def _emit(item: Any, t: Transform) -> None:
     from cofactor.api_extensions import control_flow as cf
 
     if isinstance(item, qml.operation.Operator):
-        qml.apply(t.apply(item))
+        op = t.apply(item)
+        qml.apply(op)
+        for region in _collectors():
+            region.ops.append(op)
     elif isinstance(item, _CallNode):
-        call_transformed(item.fn, item.args, item.kwargs, t.then(item.transform))
+        inner = t.then(item.transform)
+        with _collecting(item.result, inner):
+            call_transformed(item.fn, item.args, item.kwargs, inner)
     elif isinstance(item, _CondNode):
 
         def wrap(fn: Callable) -> Callable:
@@ -421,6 +427,48 @@ def expand_traced_control_values(ops: list[Any]) -> list[Any]:
 # ----------------------------------------------------------------------------------------
 # the callables adjoint(fn) and ctrl(fn, ...) return inside a QNode trace
 # ----------------------------------------------------------------------------------------
+class RegionOperation:
+    """What `adjoint(fn)(...)` / `ctrl(fn, ...)(...)` return inside a QNode trace, as
+    Catalyst's HybridAdjoint/HybridCtrl operations do: the region, already applied, described
+    by its `wires` (the control wires, then the wires of its operations in program order)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.ops: list[qml.operation.Operator] = []  # in emission order
+        self.transform = Transform()
+
+    @property
+    def wires(self) -> qml.wires.Wires:
+        # an adjoint region is emitted in reverse: program order is the reverse of that
+        ops = reversed(self.ops) if self.transform.adjoint else self.ops
+        control = qml.wires.Wires(list(self.transform.wires))
+        return qml.wires.Wires.all_wires([control, *(op.wires for op in ops)])
+
+    def __repr__(self) -> str:
+        return f"{self.name}(wires={self.wires.tolist()})"
+
+
+def _collectors() -> list[RegionOperation]:
+    regions = getattr(_local, "regions", None)
+    if regions is None:
+        regions = _local.regions = []
+    return regions
+
+
+@contextlib.contextmanager
+def _collecting(region: RegionOperation | None, transform: Transform) -> Iterator[None]:
+    """Operations emitted inside the block are also the operations of `region`."""
+    if region is None:
+        yield
+        return
+    region.transform = transform
+    _collectors().append(region)
+    try:
+        yield
+    finally:
+        _collectors().pop()
+
+
 class TransformedCallable:
     """`fn` with `transform` (and run-time control-value flips) applied when called."""
 
@@ -433,18 +481,20 @@ class TransformedCallable:
         self.__name__ = getattr(fn, "__name__", "fn")
         self.__doc__ = getattr(fn, "__doc__", None)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> None:
+    def __call__(self, *args: Any, **kwargs: Any) -> RegionOperation:
+        region = RegionOperation("Adjoint" if self.transform.adjoint else "Controlled")
         if discarding():
-            return None
+            return region
         for op in flip_ops(*self.flips, 1.0):
             qml.apply(op)
-        if recording():
-            record_node(_CallNode(self.fn, args, kwargs, self.transform))
+        if recording():  # emitted later, as a part of the enclosing region
+            record_node(_CallNode(self.fn, args, kwargs, self.transform, region))
         else:
-            call_transformed(self.fn, args, kwargs, self.transform)
+            with _collecting(region, self.transform):
+                call_transformed(self.fn, args, kwargs, self.transform)
         for op in flip_ops(*self.flips, -1.0):
             qml.apply(op)
-        return None
+        return region
 
 
 def in_qnode_trace() -> bool:
@@ -476,6 +526,7 @@ def split_control_values(
 
 __all__ = [
     "MEASUREMENT_MESSAGE",
+    "RegionOperation",
     "Transform",
     "TransformedCallable",
     "call_transformed",

@@ -23,8 +23,19 @@ def _params(params: Any) -> tuple:
     return tuple(params) if isinstance(params, tuple | list) else (params,)
 
 
-def _argnums_all(argnums: Any, nargs: int) -> Any:
-    return tuple(range(nargs)) if argnums is None else argnums
+def _sequence(x: Any, kind: str, hint: str) -> tuple:
+    """Catalyst's check: params (and a jvp's tangents) are a list or tuple, one per argument."""
+    if not isinstance(x, tuple | list):
+        raise CompileValueError(
+            f"{kind} '{hint}' argument must be a Sequence, not {type(x)}: give a list or tuple "
+            f"with one entry per argument of the function, e.g. [x]"
+        )
+    return tuple(x)
+
+
+def _default_argnums(argnums: Any) -> Any:
+    # Catalyst's default, as grad's: the first argument (a single int: its vjp is not a tuple)
+    return 0 if argnums is None else argnums
 
 
 # compiled products for calls outside qjit: (kind, id(f), options, layout) -> (f, compiled)
@@ -60,8 +71,10 @@ def _outside_qjit(kind: str, f: Callable, params: tuple, vectors: Any, options: 
         for leaf in pytree.flatten(v, is_leaf=_is_leaf)[0]:
             if not isinstance(leaf, Tracer) and np.asarray(leaf).dtype.kind in "biu":
                 what = "tangent" if kind == "jvp" else "cotangent"
+                pairs = "params and tangents" if kind == "jvp" else "output params and cotangents"
                 raise CompileTypeError(
-                    f"{kind}({_fn_name(f)}): {what} {k} has dtype {np.asarray(leaf).dtype}, "
+                    f"{kind}({_fn_name(f)}): function {pairs} arguments to {kind} do not match; "
+                    f"{what} {k} has dtype {np.asarray(leaf).dtype}, "
                     f"but {what}s must have the dtype of the values they pair with (float): "
                     "pass 1.0 rather than 1"
                 )
@@ -124,34 +137,39 @@ def vjp(
 ) -> tuple[Any, Any]:
     """`(f(*params), vjps)`: the vector-Jacobian products of `f` at `params` with
     `cotangents` (one per result of `f`, in order), one per differentiated argument
-    (argnums: default all)."""
-    params = _params(params)
+    (argnums: default 0, the first argument, as in Catalyst; an int gives one vjp, a list a
+    tuple)."""
+    params = _sequence(params, "vjp", "params")
     if not context.is_tracing():
         options = {"method": method, "h": h, "argnums": argnums}
         return _outside_qjit("vjp", f, params, cotangents, options)
     what = f"vjp({_fn_name(f)})"
-    req = _Request(f, params, _argnums_all(argnums, len(params)), method, h, what)
+    req = _Request(f, params, _default_argnums(argnums), method, h, what)
     cts = _split_cotangents(cotangents, req.out_specs)
     if len(cts) != len(req.out_specs):
         # Catalyst: TypeError "number of cotangent and number of function output parameters..."
         raise CompileTypeError(
-            f"{what}: the number of cotangents and of results do not match: got {len(cts)} "
+            f"{what}: number of cotangent and number of function output parameters in vjp do "
+            f"not match (the number of cotangents and of results): got {len(cts)} "
             f"cotangent(s) for {len(req.out_specs)} result(s) of {req.name}; pass one "
             "cotangent per result"
         )
     for k, (ct, spec) in enumerate(zip(cts, req.out_specs, strict=True)):
-        shape = _shape_of(ct)
-        if tuple(shape) != spec.shape:
-            raise CompileValueError(
-                f"{what}: cotangent {k} has shape {tuple(shape)}, but result {k} has shape "
-                f"{spec.shape}"
-            )
+        # Catalyst's order: the number, then dtypes, then shapes
         dtype = as_tracer(ct).dtype if _is_numeric(ct) else type(ct).__name__
         if not isinstance(dtype, np.dtype) or dtype.kind != "f":
             raise CompileTypeError(
-                f"{what}: cotangent {k} has dtype {dtype}, but result {k} has dtype "
+                f"{what}: function output params and cotangents arguments to vjp do not match; "
+                f"cotangent {k} has dtype {dtype}, but result {k} has dtype "
                 f"{spec.dtype}; cotangents must have the same dtype "
                 "(pass 1.0 rather than 1)"
+            )
+        shape = _shape_of(ct)
+        if tuple(shape) != spec.shape:
+            raise CompileValueError(
+                f"{what}: vjp called with different function output params and cotangent "
+                f"shapes: cotangent {k} has shape {tuple(shape)}, but result {k} has shape "
+                f"{spec.shape}"
             )
     if req.method == "fd":
         outs, blocks = req.jacobian_blocks()
@@ -175,18 +193,21 @@ def jvp(
     argnums: Any = None,
 ) -> tuple[Any, Any]:
     """`(f(*params), jvps)`: the Jacobian-vector products of `f` at `params` with
-    `tangents` (one per differentiated argument; argnums: default all), one per result."""
-    params = _params(params)
+    `tangents` (one per differentiated argument; argnums: default 0, the first argument, as
+    in Catalyst), one per result."""
+    params = _sequence(params, "jvp", "params")
+    tangents = _sequence(tangents, "jvp", "tangents")
     if not context.is_tracing():
         options = {"method": method, "h": h, "argnums": argnums}
         return _outside_qjit("jvp", f, params, tangents, options)
     what = f"jvp({_fn_name(f)})"
-    req = _Request(f, params, _argnums_all(argnums, len(params)), method, h, what)
+    req = _Request(f, params, _default_argnums(argnums), method, h, what)
     tans = _params(tangents)
     if len(tans) != len(req.argnums):
         # Catalyst: TypeError "number of tangents and number of differentiable parameters..."
         raise CompileTypeError(
-            f"{what}: the number of tangents and of differentiated parameters do not match: "
+            f"{what}: number of tangents and number of differentiable parameters in jvp do not "
+            "match: "
             f"got {len(tans)} tangent(s) for {len(req.argnums)} differentiated argument(s) "
             f"(argnums={req.argnums}); pass one tangent per differentiated argument"
         )
@@ -202,13 +223,15 @@ def jvp(
             tt = as_tracer(leaf)
             if tt.dtype != FLOAT:
                 raise CompileTypeError(
-                    f"{what}: a tangent of argument {n} has dtype {tt.dtype}, but the argument "
+                    f"{what}: function params and tangents arguments to jvp do not match; "
+                    f"a tangent of argument {n} has dtype {tt.dtype}, but the argument "
                     f"has dtype {req.in_spec(i).dtype}; tangents must have the same dtype "
                     "(pass 1.0 rather than 1)"
                 )
             if tt.shape != req.in_spec(i).shape:
                 raise CompileValueError(
-                    f"{what}: a tangent of argument {n} has shape {tt.shape}, but the argument "
+                    f"{what}: jvp called with different function params and tangent shapes: "
+                    f"a tangent of argument {n} has shape {tt.shape}, but the argument "
                     f"has shape {req.in_spec(i).shape}"
                 )
             pairs.append((i, tt))

@@ -57,7 +57,8 @@ def adjoint(fn: Any, lazy: bool = True) -> Any:
 
     Inside a QNode trace, the adjoint of a function containing `for_loop`, `while_loop` or
     `cond` reverses the loops' iteration order and the order inside every body (Catalyst's
-    semantics; see `hybrid`). It returns None for a function, the `Adjoint` operator otherwise.
+    semantics; see `hybrid`). Called, the adjoint of a function returns a `RegionOperation`
+    (its `.wires`); the adjoint of an operator is the `Adjoint` operator.
     """
     if isinstance(fn, qml.operation.Operator) or _is_operator_class(fn):
         return create_adjoint_op(fn, lazy)

@@ -49,9 +49,10 @@ def _axes_leaves(axes: Any) -> list[Any]:
 def _check_axes(axes: Any, name: str) -> None:
     for a in _axes_leaves(axes):
         if isinstance(a, bool) or not isinstance(a, int | np.integer):
+            tree = "PyTrees" if name == "in_axes" else "PyTree"  # Catalyst's wording
             raise ValueError(
-                f"Invalid '{name}'; it must be an int or a tuple of PyTrees with integer "
-                f"(or None) leaves, but got {axes!r}"
+                f"Invalid '{name}'; it must be an int or a tuple of {tree} with integer leaves "
+                f"(None for a value that is not batched), but got {axes!r}"
             )
 
 
@@ -102,6 +103,9 @@ class VmapCallable:
         if not callable(fn):
             raise TypeError(f"vmap expects a function, got {fn!r}")
         functools.update_wrapper(self, fn, updated=())
+        # the annotations describe one element of the batch, not the batched arguments: no
+        # ahead-of-time compilation from them (as in Catalyst)
+        self.__annotations__ = {}
         self.fn = fn
         self.__name__ = f"vmap.{getattr(fn, '__name__', 'unknown')}"
         _check_axes(in_axes, "in_axes")

@@ -196,8 +196,8 @@ def _emit_qnode_function(
         )
         out_tracers, out_leaves = [], []
         for v in out_values2:
-            if isinstance(v, np.ndarray) and v.dtype != object:
-                out_leaves.append(v)  # static (counts basis states)
+            if (isinstance(v, np.ndarray) and v.dtype != object) or isinstance(v, qml.wires.Wires):
+                out_leaves.append(v)  # static (counts basis states, a region's wires)
                 continue
             t = as_tracer(v)
             out_tracers.append(t)
@@ -336,7 +336,8 @@ def check_differentiable(info: QNodeInfo) -> None:
     if info.has_mcm:
         raise DifferentiableCompileError(
             f"mid-circuit measurements cannot be differentiated with the adjoint or "
-            f'parameter-shift method {where}; differentiate with method="fd" instead'
+            f"parameter-shift method (MidCircuitMeasure is not allowed in a differentiated "
+            f'circuit) {where}; differentiate with method="fd" instead'
         )
     if info.traced_constants:
         raise DifferentiableCompileError(
