@@ -152,7 +152,8 @@ def test_fused_backward_adjoint_fusion_knob(rt, monkeypatch):
 
 
 def test_fused_backward_sel_matches_pennylane(rt, monkeypatch):
-    """A StronglyEntanglingLayers Jacobian with the backward pass fused, against PennyLane."""
+    """A StronglyEntanglingLayers Jacobian with the backward pass fused (half of its
+    rotations as RZ RY RZ), against PennyLane."""
     import pennylane as qml
 
     n, layers = 6, 3
@@ -163,7 +164,12 @@ def test_fused_backward_sel_matches_pennylane(rt, monkeypatch):
     rt.tape_start()
     for layer in range(layers):
         for w in range(n):
-            rt.gate("Rot", weights[layer, w], [w])
+            if layer % 2:
+                rt.gate("Rot", weights[layer, w], [w])
+            else:  # Rot(a, b, c) = RZ(c) RY(b) RZ(a): a one-wire block of three derivatives
+                rt.gate("RZ", [weights[layer, w, 0]], [w])
+                rt.gate("RY", [weights[layer, w, 1]], [w])
+                rt.gate("RZ", [weights[layer, w, 2]], [w])
         r = layer % (n - 1) + 1
         for w in range(n):
             rt.gate("CNOT", [], [w, (w + r) % n])
