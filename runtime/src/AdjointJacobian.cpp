@@ -17,6 +17,8 @@
 // gates are two gate applications (phi, then each lambda), and PauliRot, which has no fused
 // kernel, takes the three separate passes: apply, a read-only pass per parameter, apply. The memory is two extra states
 // whatever the number of parameters, plus one lambda per further observable of a batch.
+// With fusion on, AdjointFusion.hpp gathers runs of operations into blocks that take one
+// of these passes each; the walk ends at the tape's first trainable operation.
 #include <algorithm>
 #include <cstdlib>
 #include <new>
