@@ -17,10 +17,13 @@
 // gates are two gate applications (phi, then each lambda), and PauliRot, which has no fused
 // kernel, takes the three separate passes: apply, a read-only pass per parameter, apply. The memory is two extra states
 // whatever the number of parameters, plus one lambda per further observable of a batch.
+// With fusion on, AdjointFusion.hpp gathers runs of operations into blocks that take one
+// of these passes each; the walk ends at the tape's first trainable operation.
 #include <algorithm>
 #include <cstdlib>
 #include <new>
 
+#include "AdjointFusion.hpp"
 #include "Error.hpp"
 #include "StateVectorDevice.hpp"
 
@@ -54,6 +57,15 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
     }
     if (const char *cap = std::getenv("COFACTOR_ADJOINT_MAX_BATCH")) // for tests of batching
         batch = std::clamp<size_t>(size_t(std::max(1, std::atoi(cap))), 1, batch);
+    size_t firstTrainable = tape.size();
+    for (size_t i = 0; i < tape.size() && firstTrainable == tape.size(); ++i)
+        if (tape[i].firstParam >= 0 && !tape[i].params.empty()) firstTrainable = i;
+    if (firstTrainable == tape.size()) return; // no operation depends on a parameter
+    // the backward pass fuses as wide as the forward pass (COFACTOR_FUSION*), or as
+    // COFACTOR_ADJOINT_FUSION_QUBITS says (0: off)
+    int fusionQubits = fuser_.maxQubits();
+    if (const char *k = std::getenv("COFACTOR_ADJOINT_FUSION_QUBITS"); k && *k && fusionQubits > 0)
+        fusionQubits = std::atoi(k);
     StateBuffer phi, mu, scratch;
     std::vector<StateBuffer> lambda(batch);
     try {
@@ -71,9 +83,8 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
         copyState(phi.data(), sv_.data(), size);
         for (size_t b = 0; b < count; ++b)
             applyObservable(*obs[first + b], sv_.data(), lambda[b].data(), scratch.data(), n_);
-        for (auto it = tape.rbegin(); it != tape.rend(); ++it) {
-            const Operation &op = *it;
-            const bool undoLambda = it + 1 != tape.rend(); // the last step needs no lambda_0
+        // the unfused step of one operation (AdjointFusion.cpp gathers the others into blocks)
+        auto single = [&](const Operation &op, bool undoLambda) {
             auto cell = [&](size_t b, size_t j) -> double & { // d<O_{first+b}>/d(param j of op)
                 return jac[(first + b) * size_t(numParams) + size_t(op.firstParam) + j];
             };
@@ -95,7 +106,7 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
                     for (int j = 0; fused && j < numDerivs; ++j)
                         cell(b, size_t(j)) = 2.0 * element[j].real();
                 }
-                if (fused) continue; // (the first call fails, if any, before touching a state)
+                if (fused) return; // (the first call fails, if any, before touching a state)
             }
             applyOperation(phi.data(), n_, op, /*inverse=*/true);
             if (op.firstParam >= 0) {
@@ -121,7 +132,16 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
             if (undoLambda)
                 for (size_t b = 0; b < count; ++b)
                     applyOperation(lambda[b].data(), n_, op, /*inverse=*/true);
-        }
+        };
+        AdjointFuser::Walk walk{n_, phi.data(), {}, single,
+                                [&](const Operation &op, int j, size_t b, double value) {
+                                    jac[(first + b) * size_t(numParams) + size_t(op.firstParam) + size_t(j)] = value;
+                                }};
+        for (size_t b = 0; b < count; ++b) walk.lambdas.push_back(lambda[b].data());
+        AdjointFuser fuser(std::move(walk), fusionQubits);
+        // operations before the first trainable one change no derivative: the walk ends there
+        for (size_t i = tape.size(); i-- > firstTrainable;) fuser.add(tape[i], i == firstTrainable);
+        fuser.finish();
     }
 }
 

@@ -17,6 +17,10 @@ int envInt(const char *name, int fallback) {
     return v && *v ? std::atoi(v) : fallback;
 }
 
+} // namespace
+
+namespace fusion {
+
 // Operations with a matrix of their own: table gates (but GlobalPhase, whose "wires" are
 // only its controls) and unitaries. PauliRot keeps its basis-change kernel.
 bool fusable(const Operation &op) {
@@ -34,7 +38,6 @@ int localWires(const Operation &op, int64_t *out) {
     return k;
 }
 
-// The dense 2^k x 2^k matrix of a GateMatrix on its k targets.
 std::vector<cplx> denseOf(const GateMatrix &g) {
     const size_t dim = size_t(1) << g.k;
     std::vector<cplx> m(dim * dim, cplx(0));
@@ -55,21 +58,7 @@ std::vector<cplx> denseOf(const GateMatrix &g) {
     return m;
 }
 
-// The matrix of op on localWires(op): U on the subspace where the controls hold, identity
-// elsewhere. Controls are the low bits (they come last).
-std::vector<cplx> localMatrix(const Operation &op, int numLocal) {
-    GateMatrix g;
-    if (op.kind == Operation::Kind::Gate) {
-        const Canonical c = canonicalGate(op.gateId);
-        const int k = int(op.wires.size()) - c.builtinCtrls;
-        static const double kNoParams[1] = {0};
-        g = baseGateMatrix(c.base, op.params.empty() ? kNoParams : op.params.data(), k, op.adjoint);
-    } else {
-        g.shape = Shape::Dense;
-        g.k = int(op.wires.size());
-        g.data = op.matrix;
-        if (op.adjoint) daggerInPlace(g);
-    }
+std::vector<cplx> liftToLocal(const Operation &op, const GateMatrix &g, int numLocal, bool identityOutside) {
     const std::vector<cplx> u = denseOf(g);
     const int nc = numLocal - g.k;
     if (nc == 0) return u;
@@ -79,11 +68,28 @@ std::vector<cplx> localMatrix(const Operation &op, int numLocal) {
         if (ctrls.value[i]) pattern |= size_t(1) << (nc - 1 - i);
     const size_t dim = size_t(1) << numLocal, tdim = size_t(1) << g.k;
     std::vector<cplx> m(dim * dim, cplx(0));
-    for (size_t j = 0; j < dim; ++j)
-        if ((j & ((size_t(1) << nc) - 1)) != pattern) m[j * dim + j] = 1;
+    if (identityOutside)
+        for (size_t j = 0; j < dim; ++j)
+            if ((j & ((size_t(1) << nc) - 1)) != pattern) m[j * dim + j] = 1;
     for (size_t r = 0; r < tdim; ++r)
         for (size_t c = 0; c < tdim; ++c) m[((r << nc) | pattern) * dim + ((c << nc) | pattern)] = u[r * tdim + c];
     return m;
+}
+
+std::vector<cplx> localMatrix(const Operation &op, int numLocal, bool inverse) {
+    GateMatrix g;
+    if (op.kind == Operation::Kind::Gate) {
+        const Canonical c = canonicalGate(op.gateId);
+        const int k = int(op.wires.size()) - c.builtinCtrls;
+        static const double kNoParams[1] = {0};
+        g = baseGateMatrix(c.base, op.params.empty() ? kNoParams : op.params.data(), k, op.adjoint != inverse);
+    } else {
+        g.shape = Shape::Dense;
+        g.k = int(op.wires.size());
+        g.data = op.matrix;
+        if (op.adjoint != inverse) daggerInPlace(g);
+    }
+    return liftToLocal(op, g, numLocal, true);
 }
 
 // M <- F M, with M on the q wires `wires` and F on the l wires `local` (a subset of them).
@@ -123,7 +129,41 @@ bool overlaps(const std::vector<int64_t> &a, const int64_t *w, int k) {
     return false;
 }
 
-} // namespace
+void applyMatrix(cplx *sv, int n, std::vector<cplx> M, const int64_t *wires, int q) {
+    const size_t D = size_t(1) << q;
+    // Classify: a diagonal block takes the diagonal kernel (it only scales), a permutation
+    // (one nonzero per row: CNOT/X/SWAP chains with phases) the sparse gather of denseK,
+    // blocks of 1-2 wires the chunked kernels; the rest the fused dense kernel.
+    bool diagonal = true, permutation = true;
+    for (size_t r = 0; r < D; ++r) {
+        int nonzeros = 0;
+        for (size_t c = 0; c < D; ++c)
+            if (M[r * D + c] != cplx(0)) {
+                ++nonzeros;
+                if (c != r) diagonal = false;
+            }
+        if (nonzeros != 1) permutation = false;
+    }
+    const Controls none;
+    GateMatrix g;
+    g.k = q;
+    if (diagonal) {
+        g.shape = Shape::Diagonal;
+        g.data.resize(D);
+        for (size_t j = 0; j < D; ++j) g.data[j] = M[j * D + j];
+        return applyGateMatrix(sv, n, g, wires, none);
+    }
+    if (q <= 2 || permutation) {
+        g.shape = Shape::Dense;
+        g.data = std::move(M);
+        return applyGateMatrix(sv, n, g, wires, none);
+    }
+    applyFusedDense(sv, n, M.data(), wires, q);
+}
+
+} // namespace fusion
+
+using namespace fusion;
 
 void GateFuser::configure(int n) {
     discard();
@@ -158,36 +198,9 @@ void GateFuser::applyBlock(cplx *sv, int n, const Block &b) {
     for (uint32_t i : b.ops) {
         const Operation &op = pool_[i];
         const int l = localWires(op, local);
-        leftMultiply(M, b.wires.data(), q, localMatrix(op, l), local, l);
+        leftMultiply(M, b.wires.data(), q, localMatrix(op, l, false), local, l);
     }
-    // Classify: a diagonal block takes the diagonal kernel (it only scales), a permutation
-    // (one nonzero per row: CNOT/X/SWAP chains with phases) the sparse gather of denseK,
-    // blocks of 1-2 wires the chunked kernels; the rest the fused dense kernel.
-    bool diagonal = true, permutation = true;
-    for (size_t r = 0; r < D; ++r) {
-        int nonzeros = 0;
-        for (size_t c = 0; c < D; ++c)
-            if (M[r * D + c] != cplx(0)) {
-                ++nonzeros;
-                if (c != r) diagonal = false;
-            }
-        if (nonzeros != 1) permutation = false;
-    }
-    const Controls none;
-    GateMatrix g;
-    g.k = q;
-    if (diagonal) {
-        g.shape = Shape::Diagonal;
-        g.data.resize(D);
-        for (size_t j = 0; j < D; ++j) g.data[j] = M[j * D + j];
-        return applyGateMatrix(sv, n, g, b.wires.data(), none);
-    }
-    if (q <= 2 || permutation) {
-        g.shape = Shape::Dense;
-        g.data = std::move(M);
-        return applyGateMatrix(sv, n, g, b.wires.data(), none);
-    }
-    applyFusedDense(sv, n, M.data(), b.wires.data(), q);
+    applyMatrix(sv, n, std::move(M), b.wires.data(), q);
 }
 
 void GateFuser::add(cplx *sv, int n, const Operation &op) {

@@ -46,11 +46,33 @@ constexpr size_t kMaxPending = 4096; // queued operations before everything is a
 // pass with the matrix in cache (FusedKernels.inc; defined in StateVector.cpp per ISA).
 void applyFusedDense(cplx *sv, int n, const cplx *M, const int64_t *wires, int k);
 
+// The pieces the forward fuser and the adjoint Jacobian's backward fuser (AdjointFusion.hpp)
+// share. An operation's "local wires" are its targets, then its controls (built-in first).
+namespace fusion {
+// Gates and unitaries with a matrix of their own (not PauliRot, not GlobalPhase).
+bool fusable(const Operation &op);
+int localWires(const Operation &op, int64_t *out); // returns their number
+// The dense 2^k x 2^k matrix of g.
+std::vector<cplx> denseOf(const GateMatrix &g);
+// g (on op's targets) as a matrix on op's numLocal local wires: g where the controls hold,
+// identity (identityOutside) or 0 elsewhere.
+std::vector<cplx> liftToLocal(const Operation &op, const GateMatrix &g, int numLocal, bool identityOutside);
+// op's matrix (inverse: its inverse) on its numLocal local wires.
+std::vector<cplx> localMatrix(const Operation &op, int numLocal, bool inverse);
+// M <- F M: M on the q wires `wires`, F on the l wires `local` (a subset of them).
+void leftMultiply(std::vector<cplx> &M, const int64_t *wires, int q, const std::vector<cplx> &F,
+                  const int64_t *local, int l);
+bool overlaps(const std::vector<int64_t> &a, const int64_t *w, int k);
+// sv = M sv, M dense on the q wires: by the diagonal, permutation, 1-2 wire or fused kernel.
+void applyMatrix(cplx *sv, int n, std::vector<cplx> M, const int64_t *wires, int q);
+} // namespace fusion
+
 class GateFuser {
   public:
     // Reads the environment knobs for a register of n qubits.
     void configure(int n);
     bool enabled() const { return maxQubits_ > 0; }
+    int maxQubits() const { return maxQubits_; } // 0: off
 
     // Queues op (already validated), applying what must be applied now.
     void add(cplx *sv, int n, const Operation &op);

@@ -56,6 +56,8 @@ constexpr int kMaxThreads = 1024;
 constexpr int64_t kSpinNs = 50000;       // a worker's spin before it sleeps
 constexpr int64_t kCallerSpinNs = 20000; // the caller's spin on chunks still in flight
 constexpr int64_t kStallNs = 50000;      // a wait for workers longer than this is a stall
+constexpr int64_t kMaxGapNs = 200000;    // the longest time between loops the policy counts (Policy)
+constexpr int kYieldEvery = 128;         // spin iterations (pauses) between sched_yield calls
 
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -63,6 +65,15 @@ inline void cpuRelax() {
 #elif defined(__aarch64__)
     asm volatile("yield");
 #endif
+}
+
+// Spinning threads give their CPU away every few microseconds: on a machine whose cores are
+// all busy (or in a session whose CPU share is spread over its threads, Linux autogroups) a
+// spinning worker otherwise takes time from the caller's work between loops and from the
+// thread it waits for. With nothing else runnable sched_yield returns at once.
+inline void politeSpin(int i) {
+    cpuRelax();
+    if (i % kYieldEvery == 0) sched_yield();
 }
 
 int64_t nowNs() {
@@ -135,7 +146,10 @@ int defaultThreads() {
     return affinityThreads();
 }
 
-// Serial or parallel, decided by measurement. Whether a second thread helps depends on the
+// Serial or parallel, decided by measurement. A loop's time is counted with the gap since the
+// previous loop ended (up to kMaxGapNs: the caller's own work between gates, such as the
+// fuser's matrices), because a parallel mode also slows that work down on a busy machine
+// (spinning workers share the process's CPU time) and the loops alone would favour it. Whether a second thread helps depends on the
 // machine's load, and on what the scheduler gives a process: with per-session CPU shares
 // (cgroups) a busy machine gives a process the same CPU time whatever its thread count, and
 // the second thread only adds its overhead. So the pool measures: a probe of kProbeNs of loop
@@ -207,6 +221,7 @@ struct Pool {
     std::atomic<int> threads{1};    // participants: the caller and workers 1 .. threads - 1
     std::atomic<bool> paused{false}; // the caller runs serially (Policy): workers sleep at once
     Policy policy;                   // guarded by `busy`
+    int64_t lastEnd = 0;             // when the previous loop ended (guarded by `busy`)
     ChunkFn fn = nullptr; // the current job's; written before `state` is published
     void *ctx = nullptr;
     int chunks = 0;
@@ -266,7 +281,7 @@ struct Pool {
                     found = true;
                     break;
                 }
-                cpuRelax();
+                politeSpin(i);
                 if ((i & 127) == 0 && (paused.load(std::memory_order_relaxed) || nowNs() - start > kSpinNs)) break;
             }
             if (!found) {
@@ -323,7 +338,7 @@ struct Pool {
         if (done.fetch_add(uint32_t(mine), std::memory_order_seq_cst) + uint32_t(mine) == uint32_t(n)) return 0;
         // chunks in flight on workers: spin a little, then sleep until the last one is done
         for (int i = 1; done.load(std::memory_order_acquire) != uint32_t(n); ++i) {
-            cpuRelax();
+            politeSpin(i);
             if ((i & 63) == 0 && nowNs() - own > kCallerSpinNs) {
                 callerSleeping.store(1, std::memory_order_seq_cst);
                 for (uint32_t d; (d = done.load(std::memory_order_seq_cst)) != uint32_t(n);) futexWait(&done, d);
@@ -425,11 +440,14 @@ void run(int chunks, uint64_t work, ChunkFn fn, void *ctx) {
     if (!lock.owns_lock()) return serial();
     Policy &policy = p->policy;
     const int64_t start = nowNs();
+    const int64_t gap = start - p->lastEnd;
+    const int64_t from = gap >= 0 && gap < kMaxGapNs ? p->lastEnd : start; // see Policy
     if (!policy.parallelNow()) {
         p->paused.store(true, std::memory_order_relaxed);
         serial();
         stats.serial.fetch_add(1, std::memory_order_relaxed);
-        policy.record(nowNs() - start, double(work));
+        p->lastEnd = nowNs();
+        policy.record(p->lastEnd - from, double(work));
         return;
     }
     const int threads = numThreads();
@@ -446,9 +464,11 @@ void run(int chunks, uint64_t work, ChunkFn fn, void *ctx) {
         stats.stallNs.fetch_add(uint64_t(stall), std::memory_order_relaxed);
         policy.stalled(stall);
         p->paused.store(true, std::memory_order_relaxed);
+        p->lastEnd = nowNs();
         return;
     }
-    policy.record(nowNs() - start, double(work));
+    p->lastEnd = nowNs();
+    policy.record(p->lastEnd - from, double(work));
 }
 
 } // namespace cf::pool
