@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 import pennylane as qml
+import pytest
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, f64, i1, i64
 from xdsl.ir import Block, Region
@@ -174,3 +175,19 @@ def test_the_cycle_collector_is_paused_during_a_trace_and_restored():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_reading_elements_of_an_argument_array_matches_numpy():
+    def f(x):
+        return x[0] + 2.0 * x[-1] + x[np.int64(1)] * x[0] + x[-3]
+
+    x = np.array([0.5, -1.5, 2.25])
+    assert np.isclose(qjit(f)(x), f(x))
+    text = _trace(f, [BufferSpec((3,), np.dtype(np.float64))])
+    assert text.count("memref.load") == 3  # x[0] and x[-3] are one element
+
+    def out_of_range(x):
+        return x[3]
+
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
+        _trace(out_of_range, [BufferSpec((3,), np.dtype(np.float64))])

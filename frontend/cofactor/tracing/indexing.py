@@ -118,7 +118,13 @@ def getitem(t: Tracer, key: Any) -> Tracer:
         and -t._shape[0] <= key < t._shape[0]
         and t._shape[0] <= ELEMENTWISE_MAX  # (larger arrays: array_views, below)
     ):  # the common `x[i]` of a small argument array, as the general path below does it
-        elems = load_elements(t._memref, t._shape, t.dtype, np.array(int(key) % t._shape[0]))
+        flat = int(key) % t._shape[0]
+        loaded = t._memref.loaded.get(flat)
+        if loaded is None:
+            elems = load_elements(t._memref, t._shape, t.dtype, np.array(flat))
+        else:
+            elems = np.empty((), dtype=object)
+            elems[()] = loaded
         return Tracer(elems, t.dtype)
     key = key if isinstance(key, tuple) else (key,)
     key = tuple(_static_key(k) for k in key)
