@@ -130,6 +130,7 @@ def test_traces_in_threads_restore_pennylane_modules():
     import threading
 
     before = (ross_selinger.is_jax, ross_selinger.AvailableCompilers, normal_forms.is_jax)
+    statistics = (qml.expval, qml.probs, qml.counts)  # patched while a circuit is traced
     results, errors = {}, []
 
     def run(k):
@@ -155,6 +156,7 @@ def test_traces_in_threads_restore_pennylane_modules():
         ref = qml.qnode(dev2)(lambda x: (rs_decomposition(qml.RZ(x, 0), 1e-2), qml.state())[1])
         np.testing.assert_allclose(state, ref(0.2 * (k + 1)), atol=1e-10)
     assert (ross_selinger.is_jax, ross_selinger.AvailableCompilers, normal_forms.is_jax) == before
+    assert (qml.expval, qml.probs, qml.counts) == statistics
 
 
 def _rotations(x):
