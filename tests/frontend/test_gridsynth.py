@@ -130,6 +130,7 @@ def test_traces_in_threads_restore_pennylane_modules():
     import threading
 
     before = (ross_selinger.is_jax, ross_selinger.AvailableCompilers, normal_forms.is_jax)
+    statistics = (qml.expval, qml.probs, qml.counts)  # patched while a circuit is traced
     results, errors = {}, []
 
     def run(k):
@@ -155,3 +156,39 @@ def test_traces_in_threads_restore_pennylane_modules():
         ref = qml.qnode(dev2)(lambda x: (rs_decomposition(qml.RZ(x, 0), 1e-2), qml.state())[1])
         np.testing.assert_allclose(state, ref(0.2 * (k + 1)), atol=1e-10)
     assert (ross_selinger.is_jax, ross_selinger.AvailableCompilers, normal_forms.is_jax) == before
+    assert (qml.expval, qml.probs, qml.counts) == statistics
+
+
+def _rotations(x):
+    qml.Hadamard(0)
+    qml.RZ(x, 0)
+    qml.PhaseShift(x * 0.2, 0)
+    qml.RZ(0.7, 0)
+    return qml.state()
+
+
+dev1 = qml.device("default.qubit", wires=1)
+
+
+def test_gridsynth_pass_states_match_pennylane():
+    """`qml.transforms.gridsynth` (Catalyst's pass; no tape implementation in PennyLane) runs
+    as cofactor's tape transform: states, global phase included, within epsilon."""
+    exact = qml.QNode(_rotations, dev1)
+    compiled = _jit(qml.transforms.gridsynth(exact, epsilon=1e-4))
+    for x in (1.1, -3.0, 8.0):
+        np.testing.assert_allclose(compiled(x), exact(x), atol=1e-3)
+
+
+def test_gridsynth_pass_ppr_basis_is_refused():
+    from cofactor import CompileError
+
+    compiled = _jit(qml.transforms.gridsynth(qml.QNode(_rotations, dev1), ppr_basis=True))
+    with pytest.raises(CompileError, match="ppr_basis"):
+        compiled(0.3)
+
+
+def test_clifford_t_traced_angles_state_with_global_phase():
+    exact = qml.QNode(_rotations, dev1)
+    compiled = _jit(qml.clifford_t_decomposition(exact, method="gridsynth", epsilon=1e-4))
+    for x in (0.4, -2.2):
+        np.testing.assert_allclose(compiled(x), exact(x), atol=1e-3)

@@ -133,8 +133,9 @@ class CliffordTWord(qml.operation.Operation):
 
         gates()
         if _traced(phase) or phase != 0.0:
-            qml.GlobalPhase(phase)
-            scope.flush()
+            # emitted directly: when a transformed tape is emitted there is no queue to flush
+            with qml.QueuingManager.stop_recording():
+                scope.emit_operation(qml.GlobalPhase(phase))
 
 
 class _TracedAngleCache:
@@ -316,3 +317,51 @@ def _patches() -> dict[Any, dict[str, Any]]:
             "_jit_rs_decomposition": _jit_rs_decomposition,
         },
     }
+
+
+def _gridsynth_tape(tape: Any, epsilon: float = 1e-4, ppr_basis: bool = False) -> tuple:
+    """Catalyst's `gridsynth` pass (`qml.transforms.gridsynth`, a pass without a tape
+    implementation in PennyLane) as a tape transform: every RZ/PhaseShift becomes PennyLane's
+    Ross-Selinger word of its angle (found now, or at run time for a traced angle)."""
+    from cofactor.errors import CompileError
+
+    if ppr_basis:
+        raise CompileError(
+            "qml.transforms.gridsynth(ppr_basis=True) (the Pauli-product-rotation basis) is not "
+            "supported by cofactor; use ppr_basis=False (Clifford+T)"
+        )
+    ops: list[Any] = []
+    with qml.QueuingManager.stop_recording():
+        for op in tape.operations:
+            if not isinstance(op, qml.RZ | qml.PhaseShift):
+                ops.append(op)
+            elif not _traced(op.data[0]):
+                ops += qml.ops.rs_decomposition(op, epsilon)
+            else:
+                kind = type(op)
+
+                def decompose(angle: float, kind: Any = kind) -> list[Any]:
+                    with qml.QueuingManager.stop_recording():
+                        return qml.ops.rs_decomposition(kind(angle, wires=0), epsilon)
+
+                word = run_time_word(op.data[0], word_size(epsilon), decompose)
+                ops.append(CliffordTWord(*word, wires=op.wires))
+    return [tape.copy(operations=ops)], lambda results: results[0]
+
+
+def with_pass_stand_ins(program: Any) -> Any:
+    """The transform program with Catalyst passes cofactor runs as tape transforms (only
+    `gridsynth` for now) replaced by those."""
+    from pennylane.transforms.core.transform import BoundTransform
+
+    if not any(getattr(t, "pass_name", None) == "gridsynth" for t in program):
+        return program
+    stand_in = qml.transform(_gridsynth_tape)
+    return type(program)(
+        [
+            BoundTransform(stand_in, t.args, t.kwargs)
+            if getattr(t, "pass_name", None) == "gridsynth" and t.tape_transform is None
+            else t
+            for t in program
+        ]
+    )

@@ -30,6 +30,7 @@ Postselection under one-shot follows the QNode's `postselect_mode`:
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -124,11 +125,35 @@ def _is_traced_value(x: Any) -> bool:
     )
 
 
+_STATS_LOCK = threading.Lock()
+_STATS_ACTIVE: list[Any] = []  # [number of traces using the patch, PennyLane's functions]
+
+
 @contextlib.contextmanager
 def patched_statistics() -> Iterator[None]:
     """While a circuit is traced: `qml.expval/var/probs/sample/counts` of traced measurement
-    values (what `measure` returns) give an `MCMStat`; any other call goes to PennyLane."""
-    originals = {k: getattr(qml, k) for k in STAT_KINDS}
+    values (what `measure` returns) give an `MCMStat`; any other call goes to PennyLane.
+    Reference-counted: traces in several threads install the patch once, and the last one
+    out restores PennyLane's functions (each restoring its own saved copy could leave the
+    patch installed for good)."""
+    with _STATS_LOCK:
+        if not _STATS_ACTIVE:
+            originals = {k: getattr(qml, k) for k in STAT_KINDS}
+            _install_statistics(originals)
+            _STATS_ACTIVE[:] = [0, originals]
+        _STATS_ACTIVE[0] += 1
+    try:
+        yield
+    finally:
+        with _STATS_LOCK:
+            _STATS_ACTIVE[0] -= 1
+            if _STATS_ACTIVE[0] == 0:
+                for k, fn in _STATS_ACTIVE[1].items():
+                    setattr(qml, k, fn)
+                _STATS_ACTIVE.clear()
+
+
+def _install_statistics(originals: dict[str, Any]) -> None:
 
     def make(kind: str) -> Any:
         original = originals[kind]
@@ -158,11 +183,6 @@ def patched_statistics() -> Iterator[None]:
 
     for k in STAT_KINDS:
         setattr(qml, k, make(k))
-    try:
-        yield
-    finally:
-        for k, fn in originals.items():
-            setattr(qml, k, fn)
 
 
 def is_mcm_statistic(mp: MeasurementProcess) -> bool:

@@ -35,7 +35,7 @@ from pennylane.measurements import MeasurementProcess, MeasurementValue
 from cofactor.errors import CompileError
 from cofactor.ir.builder import quantum_attrs
 from cofactor.ir.mlir15 import generic_op
-from cofactor.tracing import context, pytree
+from cofactor.tracing import context, gridsynth, pytree
 from cofactor.tracing.tracer import Tracer
 
 
@@ -55,6 +55,9 @@ def has_transforms(qnode: Any) -> bool:
 def _names(qnode: Any) -> str:
     names = []
     for t in pipeline_of(qnode):
+        if getattr(t, "tape_transform", "") is None and getattr(t, "pass_name", None):
+            names.append(t.pass_name)  # a compiler pass without a tape implementation
+            continue
         fn = getattr(t, "tape_transform", None) or getattr(t, "transform", None)
         names.append(getattr(fn, "__name__", None) or str(t))
     return ", ".join(names)
@@ -133,6 +136,7 @@ def trace_transformed(scope: Any, qnode: Any, call_args: tuple) -> Any:
     cotransform = _classical_cotransform(program, tape, call_args, names)
     # a fresh pipeline: PennyLane keeps the classical-Jacobian cache of its last call on it
     program = type(program)(list(program))
+    program = gridsynth.with_pass_stand_ins(program)
     tapes, post = _apply(program, tape, names)
     only_measurements = all(isinstance(v, MeasurementProcess) for v in leaves)
     if len(tapes) == 1:
