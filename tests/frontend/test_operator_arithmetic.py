@@ -525,3 +525,26 @@ def test_operator_with_a_graph_rule_only(decomposition_system):
         return qml.probs(wires=[0, 1])
 
     np.testing.assert_allclose(qjit(circuit)(0.5), circuit(0.5), atol=1e-12)
+
+
+def test_basis_rotation_of_traced_matrices():
+    """A traced complex matrix takes PennyLane's complex rule (no branches on values); a
+    traced real one is refused with an error naming BasisRotation (PennyLane's real rule
+    branches on the signs), and works as a static argument."""
+    from scipy.stats import ortho_group, unitary_group
+
+    dev = qml.device("default.qubit", wires=3)
+
+    @qml.qnode(dev)
+    def circuit(u):
+        qml.PauliX(0)
+        qml.BasisRotation(wires=range(3), unitary_matrix=u)
+        return qml.probs()
+
+    u = unitary_group.rvs(3, random_state=1)
+    np.testing.assert_allclose(qjit(circuit)(u), circuit(u), atol=1e-12)
+    o = ortho_group.rvs(3, random_state=2)
+    with pytest.raises(CompileError, match="BasisRotation.*traced real.*static"):
+        qjit(circuit)(o)
+    static = qjit(lambda rows: circuit(np.array(rows)), static_argnums=0)
+    np.testing.assert_allclose(static(tuple(map(tuple, o))), circuit(o), atol=1e-12)
