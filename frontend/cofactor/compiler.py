@@ -137,7 +137,16 @@ def _warn_crash(crash: CompileError) -> None:
 
 def _native(mlir_text: str, output: Path | None, keep_stages: bool) -> native_compiler.NativeResult:
     runtime = toolchain.find("runtime")
-    link_args = (f"-L{runtime.parent}", f"-l:{runtime.name}", "-rpath", str(runtime.parent))
+    # -Bsymbolic: calls inside the library go to its own functions even when one is named
+    # like a symbol of a library loaded earlier (a qjit function `step` would otherwise call
+    # glibc's `step` and crash).
+    link_args = (
+        f"-L{runtime.parent}",
+        f"-l:{runtime.name}",
+        "-rpath",
+        str(runtime.parent),
+        "-Bsymbolic",
+    )
     return native_compiler.compile_native(
         mlir_text,
         mlir_pipeline=mlir_pipeline(),
@@ -282,6 +291,7 @@ def run_pipeline(
             f"-L{runtime.parent}",
             f"-l:{runtime.name}",
             f"-Wl,-rpath,{runtime.parent}",
+            "-Wl,-Bsymbolic",  # as in _native: a function `step` is ours, not glibc's
             "-lm",
         ],
     )

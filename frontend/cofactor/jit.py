@@ -113,6 +113,8 @@ class QJIT:
         self.__name__ = getattr(py_function, "__name__", "qjit_fn")
         #: the entry point's symbol (and library name): the name as a C identifier
         self.symbol = re.sub(r"\W", "_", self.__name__).strip("_") or "qjit_fn"
+        if context.is_reserved_symbol(self.symbol):  # e.g. a function named `exp`
+            self.symbol = f"{self.symbol}_qjit"
         self._signature = inspect.signature(py_function)
         self._binder = CallBinder(self._signature, self.__name__, static_argnums, static_argnames)
         self.static_argnums = self._binder.argnums

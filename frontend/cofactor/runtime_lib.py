@@ -54,6 +54,7 @@ SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "cf_rt_obs_hermitian": (c_int64, [_dp, _ip, c_int64]),
     "cf_rt_obs_tensor": (c_int64, [_ip, c_int64]),
     "cf_rt_obs_hamiltonian": (c_int64, [_dp, _ip, c_int64]),
+    "cf_rt_obs_hamiltonian_diff": (c_int64, [_dp, _ip, c_int64]),
     "cf_rt_expval": (c_double, [c_int64]),
     "cf_rt_var": (c_double, [c_int64]),
     "cf_rt_probs": (None, [_dp, _ip, c_int64]),

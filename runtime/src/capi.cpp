@@ -16,6 +16,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "DistributedLoader.hpp"
@@ -56,6 +57,20 @@ struct ThreadContext {
     // cf_rt_jacobian_recorded. A measurement without an adjoint rule is remembered by name.
     std::vector<Observable> recordedResults;
     std::string recordedUndifferentiable;
+    // Hamiltonians made by cf_rt_obs_hamiltonian_diff while recording: their coefficients
+    // are tape parameters [firstParam, firstParam + terms.size()), and d<H>/dc_k = <O_k>.
+    // Keyed by the handle's index; each expval of one adds its entries below.
+    struct DiffCoeffs {
+        int64_t firstParam;
+        std::vector<Observable> terms;
+    };
+    std::unordered_map<int64_t, DiffCoeffs> diffCoeffs;
+    struct CoeffEntry {
+        size_t row;
+        int64_t param;
+        double value;
+    };
+    std::vector<CoeffEntry> coeffEntries; // jac[row][param] = value
 
     Operation scratch; // reused per gate call, so that applying a gate does not allocate
 };
@@ -209,6 +224,8 @@ void forgetHandlesAndTape() {
     ctx.tapeParams = 0;
     ctx.recordedResults.clear();
     ctx.recordedUndifferentiable.clear();
+    ctx.diffCoeffs.clear();
+    ctx.coeffEntries.clear();
 }
 
 void recordUndifferentiable(const char *measurement) {
@@ -265,6 +282,13 @@ void checkRecordedJacobian(const double *jac, int64_t numResults, int64_t numPar
              ctx.tapeParams, " parameters were recorded");
     if (numResults > 0 && numParams > 0 && !jac)
         fail(CF_ERR_INVALID_ARGUMENT, "null jacobian output");
+}
+
+// The columns of Hamiltonian coefficients (cf_rt_obs_hamiltonian_diff): no gate owns them,
+// so both Jacobian methods leave them zero; d<H>/dc_k = <O_k> was measured at the expval.
+void fillCoefficientColumns(double *jac, int64_t numParams) {
+    for (const auto &e : ctx.coeffEntries)
+        jac[e.row * size_t(numParams) + size_t(e.param)] = e.value;
 }
 
 struct ShiftTerm {
@@ -529,13 +553,37 @@ int64_t cf_rt_obs_hamiltonian(const double *coeffs, const int64_t *obs, int64_t 
     });
 }
 
+int64_t cf_rt_obs_hamiltonian_diff(const double *coeffs, const int64_t *obs, int64_t num_terms) {
+    return guarded("cf_rt_obs_hamiltonian_diff", int64_t(-1), [&] {
+        device();
+        if (num_terms > 0 && !coeffs) fail(CF_ERR_INVALID_ARGUMENT, "null coefficient array");
+        const auto terms = observables(obs, num_terms);
+        ThreadContext::DiffCoeffs d{ctx.tapeParams, {}};
+        if (ctx.recording) // copies now: addObservable may move what `terms` points to
+            for (const Observable *t : terms) d.terms.push_back(*t);
+        const int64_t handle = addObservable(makeHamiltonianObs(coeffs, terms));
+        if (ctx.recording) {
+            ctx.tapeParams += num_terms;
+            ctx.diffCoeffs[handle & 0xffffffff] = std::move(d);
+        }
+        return handle;
+    });
+}
+
 // ---- measurements ----------------------------------------------------------------------------
 double cf_rt_expval(int64_t obs) {
     return guarded("cf_rt_expval", kNaN, [&] {
         QuantumDevice &dev = device();
         const Observable &o = observable(obs);
+        const size_t row = ctx.recordedResults.size();
         if (ctx.recording) ctx.recordedResults.push_back(o);
-        return dev.expval(o);
+        const double value = dev.expval(o);
+        const auto diff = ctx.recording ? ctx.diffCoeffs.find(obs & 0xffffffff) : ctx.diffCoeffs.end();
+        if (diff != ctx.diffCoeffs.end()) // d<sum_k c_k O_k>/dc_k = <O_k>, on this state
+            for (size_t k = 0; k < diff->second.terms.size(); ++k)
+                ctx.coeffEntries.push_back(
+                    {row, diff->second.firstParam + int64_t(k), dev.expval(diff->second.terms[k])});
+        return value;
     });
 }
 
@@ -627,6 +675,8 @@ void cf_rt_tape_start(void) {
         ctx.tapeParams = 0;
         ctx.recordedResults.clear();
         ctx.recordedUndifferentiable.clear();
+        ctx.diffCoeffs.clear();
+        ctx.coeffEntries.clear();
         ctx.tapeStarted = ctx.recording = true;
     });
 }
@@ -660,6 +710,7 @@ void cf_rt_jacobian_recorded(double *jac, int64_t num_results, int64_t num_param
         list.reserve(ctx.recordedResults.size());
         for (const Observable &o : ctx.recordedResults) list.push_back(&o);
         dev.adjointJacobian(ctx.tape, ctx.tapeParams, list, jac);
+        fillCoefficientColumns(jac, num_params);
     });
 }
 
@@ -678,6 +729,7 @@ void cf_rt_jacobian_recorded_shift(double *jac, int64_t num_results, int64_t num
         };
         for (int64_t p = 0; p < num_params; ++p) {
             for (size_t r = 0; r < rows; ++r) jac[r * size_t(num_params) + size_t(p)] = 0.0;
+            if (!owner[size_t(p)]) continue; // a Hamiltonian coefficient: filled below
             for (const ShiftTerm &term : shiftRule(*owner[size_t(p)])) {
                 replayShifted(dev, p, term.shift);
                 measure(plus);
@@ -688,6 +740,7 @@ void cf_rt_jacobian_recorded_shift(double *jac, int64_t num_results, int64_t num
             }
         }
         replayShifted(dev, 0, 0.0); // leave the unshifted final state
+        fillCoefficientColumns(jac, num_params);
     });
 }
 

@@ -131,7 +131,7 @@ def test_molecular_hamiltonian_from_qchem_if_available():
     np.testing.assert_allclose(qjit(energy)(0.2), energy(0.2), atol=1e-12)
 
 
-def test_dot_with_traced_coefficients_runs_forward_and_refuses_their_gradient():
+def test_dot_with_traced_coefficients_runs_forward_and_differentiates():
     @qml.qnode(dev3)
     def circuit(x, c):
         qml.RY(x, wires=0)
@@ -142,8 +142,10 @@ def test_dot_with_traced_coefficients_runs_forward_and_refuses_their_gradient():
 
     c = np.array([0.5, -0.25, 0.75, 0.1])
     np.testing.assert_allclose(qjit(circuit)(0.4, c), circuit(0.4, c), atol=1e-12)
-    with pytest.raises(cofactor.DifferentiableCompileError, match="coefficients"):
-        qjit(cofactor.grad(circuit, argnums=1))(0.4, c)
+    got = qjit(cofactor.grad(circuit, argnums=1))(0.4, c)
+    # PennyLane's value is complex here (Z(0) @ Z(0) has the coefficient 1+0j)
+    reference = qml.grad(lambda c: qml.math.real(circuit(0.4, c)))(pnp.array(c, requires_grad=True))
+    np.testing.assert_allclose(got, reference, atol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -523,3 +525,26 @@ def test_operator_with_a_graph_rule_only(decomposition_system):
         return qml.probs(wires=[0, 1])
 
     np.testing.assert_allclose(qjit(circuit)(0.5), circuit(0.5), atol=1e-12)
+
+
+def test_basis_rotation_of_traced_matrices():
+    """A traced complex matrix takes PennyLane's complex rule (no branches on values); a
+    traced real one is refused with an error naming BasisRotation (PennyLane's real rule
+    branches on the signs), and works as a static argument."""
+    from scipy.stats import ortho_group, unitary_group
+
+    dev = qml.device("default.qubit", wires=3)
+
+    @qml.qnode(dev)
+    def circuit(u):
+        qml.PauliX(0)
+        qml.BasisRotation(wires=range(3), unitary_matrix=u)
+        return qml.probs()
+
+    u = unitary_group.rvs(3, random_state=1)
+    np.testing.assert_allclose(qjit(circuit)(u), circuit(u), atol=1e-12)
+    o = ortho_group.rvs(3, random_state=2)
+    with pytest.raises(CompileError, match="BasisRotation.*traced real.*static"):
+        qjit(circuit)(o)
+    static = qjit(lambda rows: circuit(np.array(rows)), static_argnums=0)
+    np.testing.assert_allclose(static(tuple(map(tuple, o))), circuit(o), atol=1e-12)

@@ -415,3 +415,32 @@ def test_compiled_function_returns_operators():
     expected = qml.Hamiltonian([0.3, 0.5], [qml.Z(0), qml.X(1) @ qml.Y(2)])
     np.testing.assert_allclose(qml.matrix(d["h"]), qml.matrix(expected))
     assert d["h"].wires == expected.wires
+
+
+@pytest.mark.parametrize("name", ["step", "exp", "random", "malloc", "cf_rt_expval"])
+def test_function_named_like_a_c_or_runtime_symbol(name):
+    """A qjit function called `step` used to call glibc's `step` (and crash), one called
+    `exp` itself instead of libm's exp: compiled code binds its own symbols, and
+    user-derived names avoid the ones it calls."""
+
+    def f(x):
+        return np.sin(x) * np.exp(x) + np.cos(x)
+
+    f.__name__ = name
+    assert cofactor.qjit(f)(0.3) == pytest.approx(np.sin(0.3) * np.exp(0.3) + np.cos(0.3))
+
+
+def test_qnode_named_like_a_libm_function_under_grad():
+    dev = qml.device("default.qubit", wires=1)
+
+    @qml.qnode(dev)
+    def exp(x):
+        qml.RX(np.exp(x), 0)
+        return qml.expval(qml.Z(0))
+
+    @cofactor.qjit
+    def step(x):
+        return cofactor.grad(exp)(x) + np.tanh(x)
+
+    expected = -np.sin(np.exp(0.3)) * np.exp(0.3) + np.tanh(0.3)
+    assert step(0.3) == pytest.approx(expected, abs=1e-12)

@@ -1,5 +1,6 @@
 """Observables whose coefficients or matrices are computed from traced values: they run
-forward, and under Enzyme gradients they are a clear error rather than a wrong number."""
+forward; under Enzyme gradients Hamiltonian coefficients are differentiated, and matrices
+are a clear error rather than a wrong number."""
 
 from __future__ import annotations
 
@@ -24,15 +25,17 @@ def test_traced_coefficients_run_forward():
         assert compiled(*point) == pytest.approx(float(weighted(*point)), abs=1e-12)
 
 
-def test_traced_coefficients_under_grad_are_an_error_not_a_wrong_number():
+def test_traced_coefficients_under_grad():
+    """d<a Z + b X>/da = <Z>, d/db = <X> (tests/frontend/test_hamiltonian_coefficient_grads.py
+    has the rest)."""
+
     @cofactor.qjit
     def g(theta, a, b):
         return cofactor.grad(weighted, argnums=(0, 1, 2))(theta, a, b)
 
-    with pytest.raises(
-        cofactor.DifferentiableCompileError, match="coefficients.*measure the terms"
-    ):
-        g(0.4, 0.8, -0.5)
+    theta, a, b = 0.4, 0.8, -0.5
+    expected = [-a * np.sin(theta) + b * np.cos(theta), np.cos(theta), np.sin(theta)]
+    np.testing.assert_allclose(g(theta, a, b), expected, atol=1e-12)
 
 
 def test_traced_coefficients_with_finite_differences():

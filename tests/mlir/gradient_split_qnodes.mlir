@@ -417,3 +417,94 @@ func.func @grad(%x: memref<8xf64>, %out: memref<f64>, %ct: memref<f64>, %dx: mem
 // CHECK: memref.store %[[B0]], %[[BUF]]
 // CHECK-NOT: scf.for
 // CHECK: call @rewritten.quantum(
+
+// -----
+
+// A Hamiltonian whose coefficients are computed from the inputs (cofactor.diff_coeffs):
+// its two coefficients are parameters 1 and 2, after the gate's. The preprocessing
+// stores them into params, the quantum part reads them back into a buffer of its own.
+
+func.func private @ham(%x: memref<2xf64>, %out: memref<f64>)
+    attributes {cofactor.qnode, cofactor.diff_method = "adjoint", cofactor.num_inputs = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %w0 = arith.constant 0 : i64
+  %coeffs = memref.alloca() : memref<2xf64>
+  "quantum.device_acquire"() {num_qubits = 1 : i64} : () -> ()
+  %x0 = memref.load %x[%c0] : memref<2xf64>
+  %x1 = memref.load %x[%c1] : memref<2xf64>
+  "quantum.gate"(%x0, %w0) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  %sq = arith.mulf %x1, %x1 : f64
+  memref.store %sq, %coeffs[%c0] : memref<2xf64>
+  memref.store %x0, %coeffs[%c1] : memref<2xf64>
+  %z = "quantum.obs_named"(%w0) {kind = "PauliZ"} : (i64) -> !quantum.obs
+  %xo = "quantum.obs_named"(%w0) {kind = "PauliX"} : (i64) -> !quantum.obs
+  %h = "quantum.obs_hamiltonian"(%coeffs, %z, %xo) {cofactor.diff_coeffs}
+      : (memref<2xf64>, !quantum.obs, !quantum.obs) -> !quantum.obs
+  %e = "quantum.expval"(%h) : (!quantum.obs) -> f64
+  memref.store %e, %out[] : memref<f64>
+  "quantum.device_release"() : () -> ()
+  return
+}
+func.func @grad(%x: memref<2xf64>, %out: memref<f64>, %ct: memref<f64>, %dx: memref<2xf64>) {
+  "gradient.vjp"(%x, %out, %ct, %dx) {callee = @ham, num_inputs = 1 : i64,
+      num_outputs = 1 : i64, diff_inputs = [0]}
+      : (memref<2xf64>, memref<f64>, memref<f64>, memref<2xf64>) -> ()
+  return
+}
+
+// CHECK-LABEL: func.func private @ham(
+// CHECK: %[[PARAMS:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<?xf64>
+// CHECK: %[[COEFFS:.*]] = memref.alloca() : memref<2xf64>
+// CHECK: memref.store %{{.*}}, %[[PARAMS]][%{{.*}}] : memref<?xf64>
+// CHECK: %[[I1:.*]] = arith.constant 1 : index
+// CHECK-NEXT: %[[K0:.*]] = arith.constant 0 : index
+// CHECK-NEXT: %[[C0:.*]] = memref.load %[[COEFFS]][%[[K0]]] : memref<2xf64>
+// CHECK-NEXT: memref.store %[[C0]], %[[PARAMS]][%[[I1]]] : memref<?xf64>
+// CHECK-NEXT: %[[I2:.*]] = arith.constant 2 : index
+// CHECK-NEXT: %[[K1:.*]] = arith.constant 1 : index
+// CHECK-NEXT: %[[C1:.*]] = memref.load %[[COEFFS]][%[[K1]]] : memref<2xf64>
+// CHECK-NEXT: memref.store %[[C1]], %[[PARAMS]][%[[I2]]] : memref<?xf64>
+// CHECK-NOT: quantum.
+// CHECK: call @ham.quantum(
+// CHECK-LABEL: func.func private @ham.pcount(
+// CHECK: %[[N:.*]] = arith.constant 3 : index
+// CHECK-NEXT: memref.store %[[N]], %arg1[] : memref<index>
+// CHECK-LABEL: func.func private @ham.quantum(
+// CHECK: %[[OWN:.*]] = memref.alloca() : memref<2xf64>
+// CHECK: "quantum.gate"
+// CHECK: %[[Q1:.*]] = arith.constant 1 : index
+// CHECK-NEXT: %[[V1:.*]] = memref.load %arg1[%[[Q1]]] : memref<?xf64>
+// CHECK: memref.store %[[V1]], %[[OWN]][
+// CHECK: %[[Q2:.*]] = arith.constant 2 : index
+// CHECK-NEXT: %[[V2:.*]] = memref.load %arg1[%[[Q2]]] : memref<?xf64>
+// CHECK: memref.store %[[V2]], %[[OWN]][
+// CHECK-NEXT: "quantum.obs_hamiltonian"(%[[OWN]], %{{.*}}, %{{.*}}) {cofactor.diff_coeffs}
+
+// -----
+
+// A Hamiltonian with differentiated coefficients inside a tensor product would lose the
+// coefficients' derivatives: an error.
+
+func.func private @bad(%x: memref<f64>, %out: memref<f64>)
+    attributes {cofactor.qnode, cofactor.num_inputs = 1 : i64} {
+  %w0 = arith.constant 0 : i64
+  %w1 = arith.constant 1 : i64
+  %coeffs = memref.alloca() : memref<1xf64>
+  "quantum.device_acquire"() {num_qubits = 2 : i64} : () -> ()
+  %z = "quantum.obs_named"(%w0) {kind = "PauliZ"} : (i64) -> !quantum.obs
+  %y = "quantum.obs_named"(%w1) {kind = "PauliY"} : (i64) -> !quantum.obs
+  // expected-error @+1 {{a Hamiltonian with differentiated coefficients can only be measured by quantum.expval, not used by quantum.obs_tensor}}
+  %h = "quantum.obs_hamiltonian"(%coeffs, %z) {cofactor.diff_coeffs} : (memref<1xf64>, !quantum.obs) -> !quantum.obs
+  %t = "quantum.obs_tensor"(%h, %y) : (!quantum.obs, !quantum.obs) -> !quantum.obs
+  %e = "quantum.expval"(%t) : (!quantum.obs) -> f64
+  memref.store %e, %out[] : memref<f64>
+  "quantum.device_release"() : () -> ()
+  return
+}
+func.func @grad(%x: memref<f64>, %out: memref<f64>, %ct: memref<f64>, %dx: memref<f64>) {
+  "gradient.vjp"(%x, %out, %ct, %dx) {callee = @bad, num_inputs = 1 : i64,
+      num_outputs = 1 : i64, diff_inputs = [0]}
+      : (memref<f64>, memref<f64>, memref<f64>, memref<f64>) -> ()
+  return
+}

@@ -42,5 +42,17 @@ func.func @observables(%h: memref<2x2x2xf64>, %coeffs: memref<2xf64>) -> (f64, f
   // CHECK: return %[[E]], %[[V]] : f64, f64
   return %e, %v : f64, f64
 }
+
+// Differentiated coefficients (marked by the frontend): the runtime's _diff constructor.
+// CHECK-LABEL: func.func @diff_coeffs(
+func.func @diff_coeffs(%coeffs: memref<1xf64>) -> f64 {
+  %w0 = arith.constant 0 : i64
+  %z = "quantum.obs_named"(%w0) {kind = "PauliZ"} : (i64) -> !quantum.obs
+  // CHECK: %[[HAM:.*]] = call @cf_rt_obs_hamiltonian_diff(
+  %ham = "quantum.obs_hamiltonian"(%coeffs, %z) {cofactor.diff_coeffs} : (memref<1xf64>, !quantum.obs) -> !quantum.obs
+  // CHECK: call @cf_rt_expval(%[[HAM]]) : (i64) -> f64
+  %e = "quantum.expval"(%ham) : (!quantum.obs) -> f64
+  return %e : f64
+}
 // CHECK-NOT: quantum.
 // CHECK-NOT: unrealized_conversion_cast %{{.*}} : i64

@@ -129,10 +129,12 @@ class Runtime:
         self.check()
         return h
 
-    def hamiltonian(self, coeffs, handles) -> int:
+    def hamiltonian(self, coeffs, handles, diff: bool = False) -> int:
+        """`diff`: cf_rt_obs_hamiltonian_diff (the coefficients are tape parameters)."""
         c = np.ascontiguousarray(np.asarray(coeffs, dtype=np.float64))
         h_ = _i64(handles)
-        h = self.lib.cf_rt_obs_hamiltonian(self._p(c, c_double), self._p(h_, c_int64), len(h_))
+        fn = self.lib.cf_rt_obs_hamiltonian_diff if diff else self.lib.cf_rt_obs_hamiltonian
+        h = fn(self._p(c, c_double), self._p(h_, c_int64), len(h_))
         self.check()
         return h
 

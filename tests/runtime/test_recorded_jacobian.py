@@ -83,3 +83,36 @@ def test_misuse_is_reported(rt, fn):
     code, message = rt.error()
     rt.clear()
     assert code != 0 and "var was measured while recording" in message
+
+
+@pytest.mark.parametrize("fn", ["cf_rt_jacobian_recorded", "cf_rt_jacobian_recorded_shift"])
+def test_hamiltonian_coefficients_are_parameters_after_the_gates(rt, fn):
+    """cf_rt_obs_hamiltonian_diff while recording: its coefficients are the next tape
+    parameters, and d<sum_k c_k O_k>/dc_k = <O_k> in the row of each expval of it."""
+    a, b, c = 0.7, -0.4, [0.3, -1.1]
+    rt.acquire(2)
+    rt.tape_start()
+    rt.gate("RX", [a], [0])
+    rt.gate("RY", [b], [1])
+    z0, x1 = rt.named("PauliZ", 0), rt.named("PauliX", 1)
+    h = rt.hamiltonian(c, [z0, x1], diff=True)
+    assert rt.num_params() == 4
+    rt.expval(rt.named("PauliZ", 1))  # a row without coefficient entries
+    value = rt.expval(h)
+    rt.tape_stop()
+    np.testing.assert_allclose(value, c[0] * np.cos(a) + c[1] * np.sin(b), atol=1e-12)
+    jac = _jacobian(rt, fn, 2, 4)
+    expected = [
+        [0.0, -np.sin(b), 0.0, 0.0],
+        [-c[0] * np.sin(a), c[1] * np.cos(b), np.cos(a), np.sin(b)],
+    ]
+    np.testing.assert_allclose(jac, expected, atol=1e-12)
+
+
+def test_hamiltonian_coefficients_outside_a_recording_are_constants(rt):
+    rt.acquire(1)
+    h = rt.hamiltonian([0.5], [rt.named("PauliZ", 0)], diff=True)
+    np.testing.assert_allclose(rt.expval(h), 0.5, atol=1e-12)
+    rt.tape_start()
+    assert rt.num_params() == 0
+    rt.tape_stop()

@@ -41,6 +41,28 @@ _ACTIVE_TRACES = 0
 _ACTIVE_LOCK = threading.Lock()
 
 
+# Symbols that compiled code calls by name: libm (math-to-libm and the frontend's own math
+# calls), the C library (memref lowering, Enzyme), cofactor's runtime and Enzyme's markers.
+# A function of the module with one of these names would be called in their place (a user
+# function `exp` calling itself forever), so user-derived names avoid them. Other clashes
+# with symbols of loaded libraries (glibc's `step`) are handled by linking -Bsymbolic.
+_MATH = (
+    "acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh erf erfc exp exp2 "
+    "expm1 fabs floor fma fmax fmin fmod hypot ldexp lgamma log log10 log1p log2 nearbyint "
+    "pow remainder rint round sin sinh sqrt tan tanh tgamma trunc"
+).split()
+RESERVED_SYMBOLS = frozenset(
+    [*_MATH, *(f + "f" for f in _MATH)]
+    + "malloc calloc realloc free aligned_alloc memcpy memmove memset abort exit main".split()
+)
+_RESERVED_PREFIXES = ("cf_rt_", "__enzyme", "enzyme_", "_mlir_", "__cofactor", "llvm.")
+
+
+def is_reserved_symbol(name: str) -> bool:
+    """Whether a function of the module must not take `name` (see RESERVED_SYMBOLS)."""
+    return name in RESERVED_SYMBOLS or name.startswith(_RESERVED_PREFIXES)
+
+
 class TraceContext:
     """State of one trace: the IR under construction and the active quantum scope."""
 
@@ -97,7 +119,7 @@ class TraceContext:
         """A function name not used yet in this module."""
         base = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "f"
         name, i = base, 0
-        while name in self._names:
+        while name in self._names or is_reserved_symbol(name):
             i += 1
             name = f"{base}_{i}"
         self._names.add(name)

@@ -18,6 +18,11 @@ because "a compiler is active" (`qml.compiler.active()` is true while cofactor t
 - `BasisState`: PennyLane's rule imports `jax.numpy` when a compiler is active; here a
   constant state is `X` flips and a traced one is `GlobalPhase(-pi b/2) RX(pi b)` per bit
   (exactly `X**b` for b in {0, 1}).
+- `BasisRotation` of a traced *real* matrix: PennyLane's real-valued rule moves signs
+  around depending on the values (`_absorb_phases_so`); refused with an error that names
+  the operation (a static `unitary_matrix` works). Its complex rule has no such branch, but
+  a complex matrix with zero imaginary parts takes the real rule in uncompiled PennyLane,
+  so taking the complex rule here would not give PennyLane's numbers.
 
 
 Everything else takes PennyLane's legacy rules first, also when the graph system is enabled
@@ -53,6 +58,9 @@ def has_rule(op: qml.operation.Operator) -> bool:
     """Whether `expand` has a rule for `op` (PennyLane's decomposition then stops there)."""
     if isinstance(op, qml.ops.Exp | qml.TrotterProduct | qml.BasisState):
         return True
+    if isinstance(op, qml.BasisRotation):  # a traced real matrix: refused in expand
+        u = op.parameters[0]
+        return _traced(u) and not np.iscomplexobj(_dtype_probe(u))
     if isinstance(op, qml.ops.Controlled | qml.ops.Adjoint):
         return has_rule(op.base)
     if isinstance(op, qml.ops.Pow):
@@ -103,6 +111,14 @@ def expand(op: qml.operation.Operator) -> list[qml.operation.Operator]:
             return list(op.decomposition())
         if isinstance(op, qml.BasisState):
             return _basis_state_rule(op)
+        if isinstance(op, qml.BasisRotation):
+            raise CompileError(
+                f"qml.BasisRotation on wires {list(op.wires)} with a traced real "
+                "unitary_matrix: PennyLane's decomposition of a real (orthogonal) matrix "
+                "branches on its values, which are only known when the compiled program "
+                "runs. Pass it as a static argument (a tuple of tuples, "
+                "qjit(static_argnums=...)) or build it from constants."
+            )
     raise AssertionError(f"no cofactor rule for {op}")
 
 

@@ -107,12 +107,38 @@ def _part(c: Any, part: str) -> Any:
     return float(np.real(c) if part == "real" else np.imag(c))
 
 
+def _flat_terms(obs: qml.operation.Operator) -> tuple[list[Any], list[qml.operation.Operator]]:
+    """Sums, scalar products and linear combinations flattened as they are written (no
+    merging of repeated terms, which <H> does not need); anything else is one term."""
+    if isinstance(obs, qml.ops.SProd):
+        coeffs, ops = _flat_terms(obs.base)
+        return [obs.scalar * c for c in coeffs], ops
+    if isinstance(obs, qml.ops.Sum | qml.ops.LinearCombination):
+        if isinstance(obs, qml.ops.LinearCombination):
+            parts = [qml.s_prod(c, o) for c, o in zip(obs.coeffs, obs.ops, strict=True)]
+        else:
+            parts = list(obs.operands)
+        coeffs, ops = [], []
+        for part in parts:
+            c, o = _flat_terms(part)
+            coeffs += c
+            ops += o
+        return coeffs, ops
+    return [1.0], [obs]
+
+
 def _terms(obs: qml.operation.Operator) -> tuple[list[Any], list[qml.operation.Operator]]:
     """obs.terms(), or, when PennyLane cannot multiply traced coefficients into its Pauli
-    representation, cofactor's expansion into Pauli words."""
+    representation, cofactor's expansion into Pauli words; when PennyLane's simplification
+    compares a traced coefficient (`SProd.simplify`: `scalar == 1`, for a term without a
+    Pauli representation such as a Hermitian), the sum flattened as written."""
     try:
         coeffs, ops = obs.terms()
         return list(coeffs), list(ops)
+    except CompileError:
+        if isinstance(obs, qml.ops.Prod):
+            raise
+        return _flat_terms(obs)
     except TypeError:
         from cofactor.tracing.decompositions import pauli_terms
 
@@ -135,11 +161,28 @@ def is_hermitian_combination(obs: qml.operation.Operator) -> bool:
 # ----------------------------------------------------------------------------------------
 # emission
 # ----------------------------------------------------------------------------------------
+def _has_traced_coeffs(obs: qml.operation.Operator) -> bool:
+    """Whether `obs` is operator arithmetic with a coefficient computed from arguments."""
+    if not isinstance(obs, _ARITHMETIC):
+        return False
+    try:
+        coeffs, _ = _terms(obs)
+    except TypeError:
+        return False
+    return any(depends_on_arguments(c) for c in coeffs)
+
+
 def emit_observable(
-    scope: QuantumScope, obs: qml.operation.Operator, part: str = "real"
+    scope: QuantumScope, obs: qml.operation.Operator, part: str = "real", expval: bool = False
 ) -> SSAValue:
     """The handle of `obs`; `part="imag"`: the Hamiltonian of its coefficients' imaginary
-    parts (the coefficients of a Hermitian observable are taken as real)."""
+    parts (the coefficients of a Hermitian observable are taken as real).
+
+    `expval`: `obs` is the observable of an expectation value itself (not a factor or a
+    term of another). Then traced coefficients are differentiable: the Hamiltonian is
+    marked `cofactor.diff_coeffs` and a differentiated QNode gets d<H>/dc_k = <term_k>
+    from the runtime (docs/gradients.md). Anywhere else they are recorded as constants
+    that cofactor's gradients refuse."""
     b = context.current().builder
     obs_type = ObsType()
     if obs.name in NAMED_OBSERVABLES and len(obs.wires) == 1:
@@ -158,12 +201,15 @@ def emit_observable(
         matrix = complex_matrix_memref(obs.parameters[0])
         wires = [scope.wire(w) for w in obs.wires]
         return b.res(generic_op("quantum.obs_hermitian", [matrix, *wires], [obs_type]))
-    if part == "real" and isinstance(obs, qml.ops.Prod) and disjoint(obs.operands):
+    # A product of factors with traced coefficients is measured expanded (one Hamiltonian
+    # over the products of their terms), so that the coefficients stay differentiable.
+    expand = expval and any(_has_traced_coeffs(o) for o in getattr(obs, "operands", ()))
+    if part == "real" and isinstance(obs, qml.ops.Prod) and disjoint(obs.operands) and not expand:
         # a wireless I() factor changes nothing (and would take a wire another has)
         operands = [o for o in obs.operands if o.name != "Identity" or len(o.wires)]
         if all(is_hermitian_combination(o) for o in operands):
             if len(operands) == 1:
-                return emit_observable(scope, operands[0])
+                return emit_observable(scope, operands[0], expval=expval)
             if not operands:
                 return emit_observable(scope, qml.Identity())
             factors = [emit_observable(scope, o) for o in operands]
@@ -173,14 +219,18 @@ def emit_observable(
     )
     if isinstance(obs, _ARITHMETIC) and not shared_wires_without_paulis:
         coeffs, terms = _terms(obs)
+        attrs = {}
         if any(depends_on_arguments(c) for c in coeffs):
-            scope.traced_constants.append(f"the coefficients of the observable {obs}")
+            if expval and part == "real":
+                attrs = quantum_attrs(**{"cofactor.diff_coeffs": None})
+            else:
+                scope.traced_constants.append(f"the coefficients of the observable {obs}")
         ctx = context.current()
         buf = ctx.hoisted_alloc(memref_type((len(coeffs),), FLOAT), heap=False)
         for i, c in enumerate(coeffs):
             b.store(f64_value(_part(c, part)), buf, [b.index(i)])
         handles = [emit_observable(scope, t) for t in terms]
-        return b.res(generic_op("quantum.obs_hamiltonian", [buf, *handles], [obs_type]))
+        return b.res(generic_op("quantum.obs_hamiltonian", [buf, *handles], [obs_type], attrs))
     # any other observable with a constant matrix (e.g. Projector, or Hermitian(M, 0) @ Z(0),
     # a product on shared wires that is no Pauli word): as a Hermitian
     try:
@@ -206,7 +256,7 @@ def emit_expval_or_var(scope: QuantumScope, obs: qml.operation.Operator, var: bo
     b = context.current().builder
     op = "quantum.var" if var else "quantum.expval"
     if is_hermitian_combination(obs):
-        handle = emit_observable(scope, obs)
+        handle = emit_observable(scope, obs, expval=not var)
         return Tracer.scalar(b.res(generic_op(op, [handle], [f64])), FLOAT)
     if var:
         raise CompileError(

@@ -49,8 +49,11 @@
 //
 // Mid-circuit measurements are rejected in differentiated QNodes (a count or a
 // parameter that depends on an outcome cannot be replayed faithfully), and so
-// are QNodes with `cofactor.diff_method = "none"`. Matrices of QubitUnitary,
-// Hermitian observables and Hamiltonian coefficients are treated as constants.
+// are QNodes with `cofactor.diff_method = "none"`. Matrices of QubitUnitary
+// and Hermitian observables are treated as constants; the coefficients of a
+// `quantum.obs_hamiltonian` marked `cofactor.diff_coeffs` (computed from the
+// inputs, measured by expval) are parameters of the quantum part like a
+// gate's, and the runtime gives their Jacobian entries d<H>/dc_k = <term_k>.
 //
 //===----------------------------------------------------------------------===//
 
@@ -98,6 +101,22 @@ SmallVector<OpOperand *> gateParameters(Operation *op) {
     params.push_back(&op->getOpOperand(0));
   }
   return params;
+}
+
+/// A Hamiltonian whose coefficients are differentiated (attr::kDiffCoeffs):
+/// its coefficients are parameters of the quantum part, numbered like a gate's
+/// (d<H>/dc_k = <term_k> comes from the runtime).
+quantum::ObsHamiltonianOp diffHamiltonian(Operation *op) {
+  auto h = dyn_cast<quantum::ObsHamiltonianOp>(op);
+  return h && h->hasAttr(attr::kDiffCoeffs) ? h : nullptr;
+}
+
+/// How many parameters of the quantum part `op` takes: a gate's parameters,
+/// or a differentiated Hamiltonian's coefficients (a static count).
+int64_t numParamsOf(Operation *op) {
+  if (auto h = diffHamiltonian(op))
+    return h.getCoeffs().getType().cast<MemRefType>().getDimSize(0);
+  return gateParameters(op).size();
 }
 
 /// Numbers the gate parameters of one function in program order.
@@ -291,22 +310,20 @@ LogicalResult redirectOutputs(func::FuncOp fn, unsigned first, unsigned n) {
   return success();
 }
 
-/// Removes the quantum ops of `fn`; `atGate(builder, op, params)` runs
-/// before each parametrised gate is removed. Measurement results become 0.
-void stripQuantum(
-    func::FuncOp fn,
-    function_ref<void(OpBuilder &, Operation *, ArrayRef<OpOperand *>)>
-        atGate) {
+/// Removes the quantum ops of `fn`; `atGate(builder, op, n)` runs before each
+/// op with n > 0 parameters (numParamsOf) is removed. Measurement results
+/// become 0.
+void stripQuantum(func::FuncOp fn,
+                  function_ref<void(OpBuilder &, Operation *, int64_t)> atGate) {
   SmallVector<Operation *> ops;
   fn.walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (isQuantumOp(op))
       ops.push_back(op);
   });
   for (Operation *op : ops) {
-    SmallVector<OpOperand *> params = gateParameters(op);
-    if (!params.empty()) {
+    if (int64_t n = numParamsOf(op)) {
       OpBuilder b(op);
-      atGate(b, op, params);
+      atGate(b, op, n);
     }
   }
   // Users come after their definitions: erase in reverse.
@@ -586,8 +603,8 @@ func::FuncOp QNodeSplitter::emitParamCount(func::FuncOp qnode,
   unsigned numOutputs = fn.getNumArguments() - numInputs;
   (void)redirectOutputs(fn, numInputs, numOutputs); // checked by the caller
   ParamCounter counter(fn);
-  stripQuantum(fn, [&](OpBuilder &b, Operation *op, ArrayRef<OpOperand *> ps) {
-    counter.next(b, op, ps.size());
+  stripQuantum(fn, [&](OpBuilder &b, Operation *op, int64_t n) {
+    counter.next(b, op, n);
   });
   // Drop the output arguments; write the count into a trailing memref<index>
   // (a returned integer would be of unknown type to Enzyme, see hintInteger).
@@ -618,6 +635,24 @@ func::FuncOp QNodeSplitter::emitQuantum(func::FuncOp qnode,
               IntegerAttr::get(IntegerType::get(ctx, 64), numInputs + 1));
   ParamCounter counter(fn);
   fn.walk([&](Operation *op) {
+    if (auto h = diffHamiltonian(op)) {
+      // The coefficients from params, in a buffer of their own.
+      auto type = h.getCoeffs().getType().cast<MemRefType>();
+      OpBuilder b(op);
+      Location loc = op->getLoc();
+      Value first = counter.next(b, op, type.getDimSize(0));
+      Value coeffs = OpBuilder::atBlockBegin(&fn.getBody().front())
+                         .create<memref::AllocaOp>(loc, type);
+      for (int64_t k = 0; k < type.getDimSize(0); ++k) {
+        Value value = b.create<memref::LoadOp>(
+            loc, params, offsetIndex(b, loc, first, k));
+        b.create<memref::StoreOp>(
+            loc, value, coeffs,
+            ValueRange{b.create<arith::ConstantIndexOp>(loc, k)});
+      }
+      h->setOperand(0, coeffs);
+      return;
+    }
     SmallVector<OpOperand *> ps = gateParameters(op);
     if (ps.empty())
       return;
@@ -706,15 +741,22 @@ void QNodeSplitter::emitPreprocessing(func::FuncOp qnode, unsigned numInputs,
   ParamCounter counter(qnode, [&](OpBuilder &hb, Value counterSlot) {
     hintInteger(hb, loc, counterSlot);
   });
-  stripQuantum(
-      qnode, [&](OpBuilder &gb, Operation *op, ArrayRef<OpOperand *> ps) {
-        Location gloc = op->getLoc();
-        Value first = counter.next(gb, op, ps.size());
-        for (size_t k = 0; k < ps.size(); ++k) {
-          Value index = offsetIndex(gb, gloc, first, k);
-          gb.create<memref::StoreOp>(gloc, ps[k]->get(), params, index);
-        }
-      });
+  stripQuantum(qnode, [&](OpBuilder &gb, Operation *op, int64_t n) {
+    Location gloc = op->getLoc();
+    Value first = counter.next(gb, op, n);
+    auto h = diffHamiltonian(op);
+    SmallVector<OpOperand *> ps = gateParameters(op);
+    for (int64_t k = 0; k < n; ++k) {
+      Value index = offsetIndex(gb, gloc, first, k);
+      Value value =
+          h ? gb.create<memref::LoadOp>(
+                    gloc, h.getCoeffs(),
+                    ValueRange{gb.create<arith::ConstantIndexOp>(gloc, k)})
+                  .getResult()
+            : ps[k]->get();
+      gb.create<memref::StoreOp>(gloc, value, params, index);
+    }
+  });
   gatherParameterCopies(qnode, params, readOnly);
   beforeEachReturn(qnode, [&](OpBuilder &rb, func::ReturnOp ret) {
     SmallVector<Value> args(ins);
@@ -763,6 +805,27 @@ LogicalResult QNodeSplitter::split(func::FuncOp qnode) {
     return WalkResult::interrupt();
   });
   if (measured.wasInterrupted())
+    return failure();
+  // Only an expval records the coefficients' derivatives (cf_rt_expval); in a
+  // tensor, sum or variance they would be lost, i.e. silently zero.
+  WalkResult misused = qnode.walk([&](quantum::ObsHamiltonianOp op) {
+    if (!op->hasAttr(attr::kDiffCoeffs))
+      return WalkResult::advance();
+    if (op.getCoeffs().getType().cast<MemRefType>().isDynamicDim(0)) {
+      op.emitError("differentiated Hamiltonian coefficients need a static "
+                   "count");
+      return WalkResult::interrupt();
+    }
+    for (Operation *user : op->getUsers())
+      if (!isa<quantum::ExpvalOp>(user)) {
+        op.emitError("a Hamiltonian with differentiated coefficients can "
+                     "only be measured by quantum.expval, not used by ")
+            << user->getName();
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  if (misused.wasInterrupted())
     return failure();
 
   // Before the clones and the preprocessing add uses of the inputs.

@@ -12,6 +12,7 @@
 #include "GateTables.h"
 #include "RuntimeCallBuilder.h"
 
+#include "cofactor/Gradient/Attributes.h"
 #include "cofactor/Quantum/QuantumOps.h"
 #include "cofactor/Quantum/RuntimeTables.h"
 #include "cofactor/Transforms/Passes.h"
@@ -208,12 +209,17 @@ struct ObsTensorLowering : RuntimeCallPattern<ObsTensorOp> {
 
 struct ObsHamiltonianLowering : RuntimeCallPattern<ObsHamiltonianOp> {
   using RuntimeCallPattern::RuntimeCallPattern;
-  Value lower(ObsHamiltonianOp, Adaptor adaptor, RuntimeCallBuilder &rt,
+  Value lower(ObsHamiltonianOp op, Adaptor adaptor, RuntimeCallBuilder &rt,
               OpBuilder &builder) const override {
     Type i64 = builder.getI64Type();
     ValueRange terms = adaptor.getTerms();
+    // Coefficients that are differentiated (attr::kDiffCoeffs, from the
+    // frontend): the runtime makes them tape parameters while it records.
+    StringRef fn = op->hasAttr(cofactor::attr::kDiffCoeffs)
+                       ? "cf_rt_obs_hamiltonian_diff"
+                       : "cf_rt_obs_hamiltonian";
     return rt
-        .call("cf_rt_obs_hamiltonian", i64,
+        .call(fn, i64,
               {rt.dataPointer(adaptor.getCoeffs()), rt.array(i64, terms),
                rt.i64(terms.size())})
         .getResult(0);

@@ -115,6 +115,13 @@ int64_t cf_rt_obs_named(int64_t kind, int64_t wire);
 int64_t cf_rt_obs_hermitian(const double *matrix, const int64_t *wires, int64_t num_wires);
 int64_t cf_rt_obs_tensor(const int64_t *obs, int64_t num_obs);
 int64_t cf_rt_obs_hamiltonian(const double *coeffs, const int64_t *obs, int64_t num_terms);
+/* The same Hamiltonian, with coefficients that are differentiated: made while the tape
+ * records, its num_terms coefficients become the next tape parameters (after the gates
+ * recorded so far), and each recorded expval of it gives their Jacobian entries
+ * d<H>/dc_k = <obs_k>, measured on the state at the expval (sampled with shots). Not
+ * recording, it is cf_rt_obs_hamiltonian. Only expval records those entries: use the
+ * handle in nothing else (a tensor or sum containing it would lose them). */
+int64_t cf_rt_obs_hamiltonian_diff(const double *coeffs, const int64_t *obs, int64_t num_terms);
 
 /* ---- measurements ------------------------------------------------------------------- */
 /* With shots > 0, expval/var are estimated from `shots` samples per term (PennyLane's

@@ -26,6 +26,11 @@ constexpr char kCallbackHasVJP[] = "cofactor.callback_has_vjp";
 /// `J^T couts` into `vjps` (one per input, same types). Set by the frontend
 /// or the passes for any opaque callee that Enzyme must not look into.
 constexpr char kVJP[] = "cofactor.vjp";
+/// unit, on a `quantum.obs_hamiltonian`: its coefficients are computed from
+/// the QNode's inputs and are differentiated. --cofactor-split-qnodes makes
+/// them parameters of the quantum part (after the gate parameters before
+/// them), and the lowering calls `cf_rt_obs_hamiltonian_diff`.
+constexpr char kDiffCoeffs[] = "cofactor.diff_coeffs";
 /// symbol: instead of a VJP, a DPS function `J(ins..., jac, outs...)` that
 /// computes the outputs as the primal does and also `jac` (memref<R x ? x f64>,
 /// R = the outputs' elements in order) = d outputs / d last input, which is a
