@@ -27,273 +27,39 @@ itself on first call (`qjit(grad(f))` is the same thing spelled out).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from xdsl.dialects import arith, func, scf
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, SymbolRefAttr, f64, i64
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, SymbolRefAttr, f64, i64
+from xdsl.ir import Block, SSAValue
 
+from cofactor.api_extensions.diff_function import (
+    buffers_of,
+    check_method,
+    fill,
+    fn_name,
+    is_leaf,
+    loaded,
+    loop_over,
+    normalize_argnums,
+    strides,
+    trace_function,
+)
 from cofactor.errors import (
     CompileError,
-    CompileValueError,
     DifferentiableCompileError,
 )
 from cofactor.ir.builder import INDEX, memref_type
 from cofactor.ir.mlir15 import generic_op
 from cofactor.launcher import BufferSpec
 from cofactor.tracing import context, pytree
-from cofactor.tracing.array_loops import ELEMENTWISE_MAX
 from cofactor.tracing.numpy_rules import as_tracer, cast_tracer, store_tracer
-from cofactor.tracing.scalars import _loop_nest
-from cofactor.tracing.tracer import FLOAT, Scalar, Tracer
+from cofactor.tracing.tracer import FLOAT, Tracer
 
-#: the default finite-difference step (Catalyst's, FiniteDifference.cpp: 1e-7)
-DEFAULT_FD_STEP = 1e-7
-#: method -> finite-difference scheme ("fd" is Catalyst's forward difference)
-FD_SCHEMES = {"fd": "forward", "central": "central"}
 #: Jacobians with at most this many output elements unroll their one-hot vjps
 UNROLL_JACOBIAN_ROWS = 8
-
-_PY_SCALARS = (bool, int, float, complex)
-
-
-def _is_leaf(x: Any) -> bool:
-    """Tracers, arrays and lists of plain numbers are leaves (as in qjit's arguments)."""
-    if isinstance(x, Tracer | Scalar | np.ndarray | np.generic):
-        return True
-    if isinstance(x, list | tuple) and x:
-        return all(isinstance(v, _PY_SCALARS + (np.generic,)) for v in x) or all(
-            _is_leaf(v) and isinstance(v, list | tuple) for v in x
-        )
-    return False
-
-
-def _fn_name(fn: Any) -> str:
-    name = getattr(getattr(fn, "func", fn), "__name__", None) or getattr(fn, "__name__", "fn")
-    return str(name).strip("<>")
-
-
-def _check_method(method: str | None, h: Any, what: str) -> tuple[str, float, str]:
-    """(method: "auto" or "fd", step, scheme: "forward" or "central")."""
-    if method in (None, "auto"):
-        return "auto", 0.0, ""
-    if method in FD_SCHEMES:
-        if h is None:
-            step = DEFAULT_FD_STEP
-        elif isinstance(h, bool) or not isinstance(h, int | float | np.integer | np.floating):
-            raise CompileValueError(
-                f"{what}: Invalid h value ({h!r}); None or a number was expected"
-            )
-        else:
-            step = float(h)
-        if step == 0.0 or not np.isfinite(step):
-            raise CompileValueError(
-                f"{what}: the finite-difference step h must be a finite non-zero number, got {h}"
-            )
-        return "fd", step, FD_SCHEMES[method]
-    raise CompileValueError(
-        f"{what}: Invalid differentiation method {method!r} (an unsupported differentiation "
-        'method); use "auto" (the default: '
-        'Enzyme, with the QNodes\' own diff_method), "fd" (forward finite differences, as '
-        'Catalyst) or "central" (central finite differences)'
-    )
-
-
-def _normalize_argnums(argnums: Any, nargs: int, what: str) -> tuple[tuple[int, ...], bool]:
-    """(argument positions in the order given, whether a single int was given).
-
-    As in JAX and Catalyst, the derivatives come back in the order of `argnums` (any order;
-    a repeated position gives the same derivative twice).
-    """
-    if argnums is None:
-        argnums = 0
-    single = isinstance(argnums, int | np.integer) and not isinstance(argnums, bool)
-    if single:
-        nums: tuple = (int(argnums),)
-    elif isinstance(argnums, tuple | list):
-        nums = tuple(argnums)
-    else:
-        nums = (argnums,)
-    out = []
-    for n in nums:
-        if not isinstance(n, int | np.integer) or isinstance(n, bool):
-            raise CompileValueError(
-                f"{what}: argnums should be an integer or a Sequence of integers, not {argnums!r}"
-            )
-        if not -nargs <= n < nargs:
-            raise CompileValueError(
-                f"{what}: argnums={n} is out of range for a function called with {nargs} "
-                "argument(s)"
-            )
-        out.append(int(n) % nargs)
-    if not out:
-        raise CompileValueError(f"{what}: argnums is empty; name at least one argument")
-    return tuple(out), single
-
-
-# ----------------------------------------------------------------------------------------
-# tracing the differentiated function into its own func.func
-# ----------------------------------------------------------------------------------------
-def _captured_cells(fn: Any) -> list[Any]:
-    """Closure cells (of `fn`, a QNode's quantum function, and functions they capture)
-    holding tracers of the enclosing trace."""
-    cells: list[Any] = []
-    seen: set[int] = set()
-
-    def visit(f: Any, depth: int) -> None:
-        if f is None or id(f) in seen or depth > 3:
-            return
-        seen.add(id(f))
-        inner = getattr(f, "func", None)
-        if inner is not None and inner is not f:
-            visit(inner, depth + 1)
-        wrapped = getattr(f, "__wrapped__", None) or getattr(f, "fn", None)
-        if wrapped is not None and wrapped is not f and callable(wrapped):
-            visit(wrapped, depth + 1)
-        for cell in getattr(f, "__closure__", None) or ():
-            try:
-                value = cell.cell_contents
-            except ValueError:
-                continue
-            if isinstance(value, Tracer):
-                if all(c is not cell for c in cells):
-                    cells.append(cell)
-            elif callable(value):
-                visit(value, depth + 1)
-
-    visit(fn, 0)
-    return cells
-
-
-@dataclass
-class _Traced:
-    """A function traced into `func.func @name(args..., captured..., outs...)`."""
-
-    name: str
-    in_specs: list[BufferSpec]
-    out_tree: Any
-    out_specs: list[BufferSpec]
-    captured: list[Tracer]
-
-
-def _trace_function(
-    fn: Callable, args_tree: Any, arg_tracers: list[Tracer], method: str, what: str
-) -> _Traced:
-    ctx = context.current()
-    if ctx.quantum is not None:
-        raise CompileError(f"{what}: differentiation inside a QNode is not supported")
-    b = ctx.builder
-    cells = _captured_cells(fn)
-    captured = [c.cell_contents for c in cells]
-    specs = [BufferSpec(t.shape, t.dtype) for t in [*arg_tracers, *captured]]
-    name = ctx.fresh_name(f"{_fn_name(fn)}_primal")
-    in_types = [memref_type(s.shape, s.dtype) for s in specs]
-    block = Block(arg_types=in_types)
-    b.push(block)
-    ctx.function_entries.append(block)
-    ctx.diff_stack.append(method)
-    outer = list(captured)
-    try:
-        params = [
-            Tracer.from_memref(arg, s.shape, s.dtype, anchor=block)
-            for arg, s in zip(block.args, specs, strict=True)
-        ]
-        for c, p in zip(cells, params[len(arg_tracers) :], strict=True):
-            c.cell_contents = p
-        args = pytree.unflatten(args_tree, params[: len(arg_tracers)])
-        result = fn(*args)
-        out_values, out_tree = pytree.flatten(result, is_leaf=_is_leaf)
-        if not out_values:
-            raise DifferentiableCompileError(f"{what}: {_fn_name(fn)} returns nothing")
-        out_tracers = []
-        for i, v in enumerate(out_values):
-            try:
-                t = as_tracer(v)
-            except CompileError as err:
-                raise DifferentiableCompileError(
-                    f"{what}: result {i} of {_fn_name(fn)} is not an array ({err})"
-                ) from None
-            if t.dtype != FLOAT:
-                # as Catalyst: an integer or bool result has no derivative
-                hint = (
-                    " (convert it with .astype(float) if a derivative of it is meant)"
-                    if t.dtype.kind in "ib"
-                    else ""
-                )
-                raise DifferentiableCompileError(
-                    f"{what}: result {i} of {_fn_name(fn)} has dtype {t.dtype}; cofactor only "
-                    f"supports differentiation on floating-point results{hint}"
-                )
-            out_tracers.append(t)
-        out_specs = [BufferSpec(t.shape, t.dtype) for t in out_tracers]
-        out_args = [
-            block.insert_arg(memref_type(t.shape, t.dtype), len(block.args)) for t in out_tracers
-        ]
-        for t, ref in zip(out_tracers, out_args, strict=True):
-            store_tracer(t, ref)
-        ctx.finish_function(block)
-    finally:
-        for c, v in zip(cells, outer, strict=True):
-            c.cell_contents = v
-        ctx.diff_stack.pop()
-        if ctx.function_entries and ctx.function_entries[-1] is block:
-            ctx.function_entries.pop()
-        b.pop()
-    out_types = [memref_type(s.shape, s.dtype) for s in out_specs]
-    fn_op = func.FuncOp(name, ([*in_types, *out_types], []), Region(block))
-    fn_op.sym_visibility = StringAttr("private")
-    fn_op.attributes["cofactor.num_inputs"] = IntegerAttr(len(specs), i64)
-    b.module_ops.append(fn_op)
-    return _Traced(name, specs, out_tree, out_specs, captured)
-
-
-def _refs(tracers: Sequence[Tracer]) -> list[SSAValue]:
-    """Memrefs holding `tracers` at the current point (their own, or fresh buffers)."""
-    ctx = context.current()
-    refs: list[SSAValue] = []
-    for t in tracers:
-        if t._elems is None and t.memref is not None and t.memref not in refs:
-            refs.append(t.memref)
-        else:
-            buf = ctx.hoisted_alloc(memref_type(t.shape, t.dtype))
-            store_tracer(t, buf)
-            refs.append(buf)
-    return refs
-
-
-def _loaded(t: Tracer) -> Tracer:
-    """`t` with its elements in SSA values (its buffer may be reused afterwards)."""
-    return Tracer(t.elems, t.dtype)
-
-
-def _strides(shape: tuple[int, ...]) -> list[int]:
-    return [int(np.prod(shape[k + 1 :], dtype=np.int64)) for k in range(len(shape))]
-
-
-def _nest(shape: tuple[int, ...], body: Any) -> None:
-    """`body(ivs, [])` over every index of `shape` (a loop nest; a rank-0 shape: once)."""
-    if shape:
-        _loop_nest(shape, [], body)
-    else:
-        body([], [])
-
-
-def _fill(ref: SSAValue, spec: BufferSpec, value: float) -> None:
-    b = context.current().builder
-    c = b.const(value, f64)
-    if int(np.prod(spec.shape)) > ELEMENTWISE_MAX:  # a loop: IR independent of the size
-
-        def body(ivs: list[SSAValue], accs: list[SSAValue]) -> list[SSAValue]:
-            b.store(c, ref, ivs)
-            return []
-
-        _loop_nest(spec.shape, [], body)
-        return
-    for pos in np.ndindex(*spec.shape):
-        b.store(c, ref, [b.index(p) for p in pos])
 
 
 # ----------------------------------------------------------------------------------------
@@ -306,8 +72,8 @@ class _Request:
         self, fn: Callable, args: tuple, argnums: Any, method: Any, h: Any, what: str
     ) -> None:
         self.what = what
-        self.name = _fn_name(fn)
-        self.method, self.h, self.scheme = _check_method(method, h, what)
+        self.name = fn_name(fn)
+        self.method, self.h, self.scheme = check_method(method, h, what)
         ctx = context.current()
         outer = context.differentiation_method(ctx)
         if self.method == "auto" and outer == "auto":
@@ -322,13 +88,13 @@ class _Request:
                 "Only finite difference can compute higher order derivatives. (The outer "
                 'derivative must use method="fd" too.)'
             )
-        self.argnums, self.single_arg = _normalize_argnums(argnums, len(args), what)
+        self.argnums, self.single_arg = normalize_argnums(argnums, len(args), what)
         # leaves of each positional argument
         self.arg_trees: list[Any] = []
         self.arg_ranges: list[range] = []
         leaves: list[Any] = []
         for a in args:
-            sub, tree = pytree.flatten(a, is_leaf=_is_leaf)
+            sub, tree = pytree.flatten(a, is_leaf=is_leaf)
             self.arg_ranges.append(range(len(leaves), len(leaves) + len(sub)))
             self.arg_trees.append(tree)
             leaves += sub
@@ -351,7 +117,7 @@ class _Request:
                     )
                 self.diff.append(i)
         args_tree = ("tuple", tuple(self.arg_trees))
-        self.traced = _trace_function(fn, args_tree, tracers, self.method, what)
+        self.traced = trace_function(fn, args_tree, tracers, self.method, what)
         self.inputs = [*tracers, *self.traced.captured]
         self._in_refs: list[SSAValue] | None = None
         self._out_refs: list[SSAValue] | None = None
@@ -373,7 +139,7 @@ class _Request:
     def _buffers(self) -> None:
         if self._in_refs is None:
             ctx = context.current()
-            self._in_refs = _refs(self.inputs)
+            self._in_refs = buffers_of(self.inputs)
             self._out_refs = [
                 ctx.hoisted_alloc(memref_type(s.shape, s.dtype)) for s in self.out_specs
             ]
@@ -385,7 +151,7 @@ class _Request:
         assert self._in_refs is not None and self._out_refs is not None
         assert self._cout_refs is not None
         for ref, i in zip(din_refs, self.diff, strict=True):
-            _fill(ref, self.in_spec(i), 0.0)
+            fill(ref, self.in_spec(i), 0.0)
         attrs = {
             "callee": SymbolRefAttr(self.traced.name),
             "num_inputs": IntegerAttr(len(self._in_refs), i64),
@@ -448,14 +214,14 @@ class _Request:
             # one vjp (a scalar function's gradient): the gradients stay in their buffers
             # (reshaped by a loop copy when large), as no later vjp reuses them
             o, g = self.enzyme_vjp(self._one_hot(0))
-            return [_loaded(t) for t in o], [np.reshape(t, (1, *t.shape)) for t in g]
+            return [loaded(t) for t in o], [np.reshape(t, (1, *t.shape)) for t in g]
         per_row: list[list[Tracer]] = []
         outs: list[Tracer] = []
         for r in range(rows):
             o, g = self.enzyme_vjp(self._one_hot(r))
             if r == 0:
-                outs = [_loaded(t) for t in o]
-            per_row.append([_loaded(t) for t in g])
+                outs = [loaded(t) for t in o]
+            per_row.append([loaded(t) for t in g])
         blocks = []
         for k in range(len(self.diff)):
             elems = np.stack([per_row[r][k].elems for r in range(rows)])
@@ -485,13 +251,13 @@ class _Request:
                 def one_hot(ivs: list[SSAValue], accs: list[SSAValue], ref=ref, spec=spec,
                             start=start) -> list[SSAValue]:  # fmt: skip
                     flat = b.index(start)
-                    for iv, stride in zip(ivs, _strides(spec.shape), strict=True):
+                    for iv, stride in zip(ivs, strides(spec.shape), strict=True):
                         term = b.binary(arith.MuliOp, iv, b.index(stride))
                         flat = b.binary(arith.AddiOp, flat, term)
                     b.store(b.select(b.cmpi("eq", r, flat), one, zero), ref, ivs)
                     return []
 
-                _nest(spec.shape, one_hot)
+                loop_over(spec.shape, one_hot)
                 start += n
             self._vjp_op(dins)
             for din, jac, i in zip(dins, jac_refs, self.diff, strict=True):
@@ -501,7 +267,7 @@ class _Request:
                     b.store(b.load(din, ivs), jac, [r, *ivs])
                     return []
 
-                _nest(self.in_spec(i).shape, copy_row)
+                loop_over(self.in_spec(i).shape, copy_row)
             b.insert(scf.YieldOp())
         finally:
             b.pop()
@@ -523,7 +289,7 @@ class _Request:
         outs = [ctx.hoisted_alloc(memref_type(s.shape, s.dtype)) for s in self.out_specs]
         call = ctx.builder.insert(func.CallOp(self.traced.name, [*refs, *outs], []))
         return [
-            _loaded(Tracer.from_memref(r, s.shape, s.dtype, anchor=call))
+            loaded(Tracer.from_memref(r, s.shape, s.dtype, anchor=call))
             for r, s in zip(outs, self.out_specs, strict=True)
         ]
 
@@ -531,7 +297,7 @@ class _Request:
         """Forward differences J[:, j] = (f(x + h e_j) - f(x)) / h (Catalyst's method="fd"),
         or central ones J[:, j] = (f(x + h e_j) - f(x - h e_j)) / 2h (method="central")."""
         ctx = context.current()
-        base = _refs(self.inputs)
+        base = buffers_of(self.inputs)
         outs = self._call(base)
         h = self.h
         signs = (1.0, -1.0) if self.scheme == "central" else (1.0,)
@@ -608,8 +374,8 @@ class _Transform:
         self.method = method
         self.h = h
         self.argnums = argnums
-        _check_method(method, h, self.kind)
-        self.__name__ = f"{self.kind}_{_fn_name(fn)}"
+        check_method(method, h, self.kind)
+        self.__name__ = f"{self.kind}_{fn_name(fn)}"
         self._compiled: Any = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -629,7 +395,7 @@ class _Transform:
             if bound.kwargs:  # keyword-only parameters: passed through, never differentiated
                 fn = _with_keywords_last(self.fn, len(args), list(bound.kwargs))
                 args = (*args, *bound.kwargs.values())
-        what = f"{self.kind}({_fn_name(self.fn)})"
+        what = f"{self.kind}({fn_name(self.fn)})"
         req = _Request(fn, args, self.argnums, self.method, self.h, what)
         return self._apply(req)
 

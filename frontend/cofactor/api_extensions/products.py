@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from cofactor.api_extensions.differentiation import _fn_name, _is_leaf, _Request
+from cofactor.api_extensions.diff_function import fn_name, is_leaf
+from cofactor.api_extensions.differentiation import _Request
 from cofactor.errors import CompileError, CompileTypeError, CompileValueError
 from cofactor.launcher import BufferSpec
 from cofactor.tracing import context, pytree
@@ -44,7 +45,7 @@ _COMPILED: dict[tuple, tuple[Callable, Any]] = {}
 
 def _arrayify(x: Any) -> Any:
     """Lists of plain numbers as arrays (qjit's reading of them), other containers kept."""
-    if _is_leaf(x) and isinstance(x, list | tuple):
+    if is_leaf(x) and isinstance(x, list | tuple):
         return np.asarray(x)
     if isinstance(x, tuple | list):
         return type(x)(_arrayify(v) for v in x)
@@ -68,12 +69,12 @@ def _outside_qjit(kind: str, f: Callable, params: tuple, vectors: Any, options: 
     n = len(params)
     for k, v in enumerate(vecs):
         # checked here too: qjit would promote an int vector to the float one compiled before
-        for leaf in pytree.flatten(v, is_leaf=_is_leaf)[0]:
+        for leaf in pytree.flatten(v, is_leaf=is_leaf)[0]:
             if not isinstance(leaf, Tracer) and np.asarray(leaf).dtype.kind in "biu":
                 what = "tangent" if kind == "jvp" else "cotangent"
                 pairs = "params and tangents" if kind == "jvp" else "output params and cotangents"
                 raise CompileTypeError(
-                    f"{kind}({_fn_name(f)}): function {pairs} arguments to {kind} do not match; "
+                    f"{kind}({fn_name(f)}): function {pairs} arguments to {kind} do not match; "
                     f"{what} {k} has dtype {np.asarray(leaf).dtype}, "
                     f"but {what}s must have the dtype of the values they pair with (float): "
                     "pass 1.0 rather than 1"
@@ -93,7 +94,7 @@ def _outside_qjit(kind: str, f: Callable, params: tuple, vectors: Any, options: 
             vs = container(args[n:]) if container is not None else args[n]
             return product(f, tuple(args[:n]), vs, **options)
 
-        run.__name__ = f"{kind}_{_fn_name(f)}"
+        run.__name__ = f"{kind}_{fn_name(f)}"
         hit = (f, qjit(run))
         if key is not None:
             _COMPILED[key] = hit
@@ -118,11 +119,11 @@ def _split_cotangents(cotangents: Any, specs: list[BufferSpec]) -> list[Any]:
     as Catalyst flattens them."""
     if not isinstance(cotangents, tuple | list):
         return [cotangents]
-    if len(specs) == 1 and _is_leaf(cotangents) and _shape_of(cotangents) == specs[0].shape:
+    if len(specs) == 1 and is_leaf(cotangents) and _shape_of(cotangents) == specs[0].shape:
         return [cotangents]
     cts: list[Any] = []
     for c in cotangents:
-        cts += pytree.flatten(c, is_leaf=_is_leaf)[0]
+        cts += pytree.flatten(c, is_leaf=is_leaf)[0]
     return cts
 
 
@@ -143,7 +144,7 @@ def vjp(
     if not context.is_tracing():
         options = {"method": method, "h": h, "argnums": argnums}
         return _outside_qjit("vjp", f, params, cotangents, options)
-    what = f"vjp({_fn_name(f)})"
+    what = f"vjp({fn_name(f)})"
     req = _Request(f, params, _default_argnums(argnums), method, h, what)
     cts = _split_cotangents(cotangents, req.out_specs)
     if len(cts) != len(req.out_specs):
@@ -200,7 +201,7 @@ def jvp(
     if not context.is_tracing():
         options = {"method": method, "h": h, "argnums": argnums}
         return _outside_qjit("jvp", f, params, tangents, options)
-    what = f"jvp({_fn_name(f)})"
+    what = f"jvp({fn_name(f)})"
     req = _Request(f, params, _default_argnums(argnums), method, h, what)
     tans = _params(tangents)
     if len(tans) != len(req.argnums):
@@ -213,7 +214,7 @@ def jvp(
         )
     pairs: list[tuple[int, Tracer]] = []  # (input leaf, its tangent)
     for n, t in zip(req.argnums, tans, strict=True):
-        leaves, _ = pytree.flatten(t, is_leaf=_is_leaf)
+        leaves, _ = pytree.flatten(t, is_leaf=is_leaf)
         if len(leaves) != len(req.arg_ranges[n]):
             raise CompileTypeError(
                 f"{what}: the tangent of argument {n} has {len(leaves)} array(s), but the "
