@@ -38,14 +38,9 @@
 //   `malloc` directly (see mallocVector): both keep Enzyme's type analysis
 //   from mistaking integers for floats.
 //
-// Gate parameters that are elements of an input array (StronglyEntanglingLayers'
-// `weights[l, i, j]`) reach `params` through a loop: a group of at least
-// kMinGather consecutive parameter numbers whose values are loads of one
-// read-only input (or of a buffer computed in the QNode and not written while
-// the group is read) at evenly spaced constant positions becomes one `scf.for`
-// copy instead of a load and a store per element, so that Enzyme, O2 and code
-// generation see a loop rather than hundreds of scalars (and the gate table of
-// the quantum part reads `params` directly: GateTables.cpp).
+// Gate parameters that are elements of an array reach `params` through loops
+// where they can (ParamGather.h), so Enzyme, O2 and code generation do not see
+// a load and a store per element.
 //
 // Mid-circuit measurements are rejected in differentiated QNodes (a count or a
 // parameter that depends on an outcome cannot be replayed faithfully), and so
@@ -58,6 +53,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GradientUtils.h"
+#include "ParamGather.h"
 
 #include "cofactor/Gradient/Attributes.h"
 #include "cofactor/Gradient/GradientOps.h"
@@ -72,12 +68,10 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BlockAndValueMapping.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Transforms/SideEffectUtils.h"
 #include "llvm/ADT/SetVector.h"
-#include "llvm/ADT/SmallPtrSet.h"
 
 #include <functional>
 
@@ -344,20 +338,6 @@ void stripQuantum(func::FuncOp fn,
   }
 }
 
-/// The inputs (the first `numInputs` arguments) that `fn` only reads: every
-/// use is a `memref.load` or `memref.dim`, so their contents do not change
-/// while `fn` runs.
-llvm::SmallPtrSet<Value, 4> readOnlyInputs(func::FuncOp fn,
-                                           unsigned numInputs) {
-  llvm::SmallPtrSet<Value, 4> inputs;
-  for (BlockArgument arg : fn.getArguments().take_front(numInputs))
-    if (llvm::all_of(arg.getUsers(), [](Operation *user) {
-          return isa<memref::LoadOp, memref::DimOp>(user);
-        }))
-      inputs.insert(arg);
-  return inputs;
-}
-
 /// Erases the ops of `fn` whose results nobody uses and that only read memory
 /// (the loads of gate parameters left behind in the clones of a QNode).
 void eraseDeadOps(func::FuncOp fn) {
@@ -370,193 +350,6 @@ void eraseDeadOps(func::FuncOp fn) {
   for (Operation *op : llvm::reverse(ops))
     if (isOpTriviallyDead(op))
       op->erase();
-}
-
-/// The linear (row-major) position of a load at constant indices of a
-/// statically shaped (or rank-1) identity-layout f64 memref.
-Optional<int64_t> constantLinearIndex(memref::LoadOp load) {
-  MemRefType type = load.getMemRefType();
-  if (!type.getElementType().isF64() || !type.getLayout().isIdentity() ||
-      (type.getRank() != 1 && !type.hasStaticShape()))
-    return llvm::None;
-  int64_t linear = 0;
-  for (auto it : llvm::enumerate(load.getIndices())) {
-    APInt index;
-    if (!matchPattern(it.value(), m_ConstantInt(&index)) ||
-        index.isNegative() || index.getActiveBits() > 40)
-      return llvm::None;
-    int64_t dim = type.getDimSize(it.index());
-    if (!ShapedType::isDynamic(dim) && index.getSExtValue() >= dim)
-      return llvm::None;
-    linear = linear * (ShapedType::isDynamic(dim) ? 1 : dim) +
-             index.getSExtValue();
-  }
-  return linear;
-}
-
-/// Groups shorter than this stay scalar copies.
-constexpr size_t kMinGather = 8;
-
-/// `params[k] = input[...]` with a constant k, in the entry block.
-struct ParamCopy {
-  memref::StoreOp store;
-  memref::LoadOp load;
-  int64_t number;
-  int64_t linear;
-};
-
-/// Replaces one group of copies (consecutive numbers, linear positions
-/// `first.linear + t * stride`) by an `scf.for` after the group's last store.
-void emitGather(ArrayRef<ParamCopy> group, int64_t stride, Value params) {
-  Operation *last = group.front().store;
-  for (const ParamCopy &copy : group)
-    if (last->isBeforeInBlock(copy.store))
-      last = copy.store;
-  Location loc = last->getLoc();
-  OpBuilder b(last->getContext());
-  b.setInsertionPointAfter(last);
-  memref::LoadOp firstLoad = group.front().load;
-  Value source = firstLoad.getMemRef();
-  MemRefType type = source.getType().cast<MemRefType>();
-  Value lower = b.create<arith::ConstantIndexOp>(loc, 0);
-  Value upper = b.create<arith::ConstantIndexOp>(loc, group.size());
-  Value one = b.create<arith::ConstantIndexOp>(loc, 1);
-  auto loop = b.create<scf::ForOp>(loc, lower, upper, one);
-  b.setInsertionPointToStart(loop.getBody());
-  Value t = loop.getInductionVar();
-  // position = first + t * stride (stride may be negative), delinearized.
-  Value position = t;
-  if (stride != 1)
-    position = b.create<arith::MulIOp>(
-        loc, t, b.create<arith::ConstantIndexOp>(loc, stride));
-  if (group.front().linear != 0)
-    position = b.create<arith::AddIOp>(
-        loc, position,
-        b.create<arith::ConstantIndexOp>(loc, group.front().linear));
-  SmallVector<Value> indices(type.getRank());
-  for (int64_t d = type.getRank() - 1; d >= 0; --d) {
-    if (d == 0) {
-      indices[d] = position;
-      break;
-    }
-    Value dim = b.create<arith::ConstantIndexOp>(loc, type.getDimSize(d));
-    indices[d] = b.create<arith::RemUIOp>(loc, position, dim);
-    position = b.create<arith::DivUIOp>(loc, position, dim);
-  }
-  Value value = b.create<memref::LoadOp>(loc, source, indices);
-  Value number = t;
-  if (group.front().number != 0)
-    number = b.create<arith::AddIOp>(
-        loc, t, b.create<arith::ConstantIndexOp>(loc, group.front().number));
-  b.create<memref::StoreOp>(loc, value, params, number);
-  // Then the copies, the loads only they used, and the constants only those
-  // used (one constant may index several dimensions: a set).
-  llvm::SetVector<Operation *> constants;
-  auto noteConstant = [&](Value value) {
-    if (auto c = value.getDefiningOp<arith::ConstantOp>())
-      constants.insert(c);
-  };
-  for (const ParamCopy &copy : group) {
-    memref::LoadOp load = copy.load;
-    memref::StoreOp store = copy.store;
-    noteConstant(store.getIndices()[0]);
-    store->erase();
-    if (load->use_empty()) {
-      for (Value index : load.getIndices())
-        noteConstant(index);
-      load->erase();
-    }
-  }
-  for (Operation *c : constants)
-    if (c->use_empty())
-      c->erase();
-}
-
-/// True when `buffer`, a memref allocated in the entry block `entry`, is not
-/// written between `first` (the group's earliest load) and `last` (where the
-/// loop goes): every user but its loads sits (through its ancestor in `entry`)
-/// before `first` or after `last`, and none makes an alias of it.
-bool settledBetween(Value buffer, Block &entry, Operation *first,
-                    Operation *last) {
-  for (Operation *user : buffer.getUsers()) {
-    if (isa<memref::LoadOp>(user))
-      continue;
-    if (llvm::any_of(user->getResultTypes(),
-                     [](Type t) { return t.isa<BaseMemRefType>(); }))
-      return false; // a view: writes through it are not visible here
-    Operation *top = entry.findAncestorOpInBlock(*user);
-    if (!top || !(top->isBeforeInBlock(first) || last->isBeforeInBlock(top)))
-      return false;
-  }
-  return true;
-}
-
-/// Turns the copies `params[k] = input[...]` of the preprocessing's entry
-/// block into loops where they form groups (see the file comment). The source
-/// must hold the same elements where the loop reads them as where the copies
-/// did: a read-only input, or a buffer allocated in the entry block that
-/// nothing writes between the group's first load and its last copy (numpy
-/// functions of the inputs computed inside the QNode, e.g. `np.sin(w)`).
-void gatherParameterCopies(func::FuncOp fn, Value params,
-                           const llvm::SmallPtrSetImpl<Value> &readOnly) {
-  Block &entry = fn.getBody().front();
-  auto isLocalBuffer = [&](Value buffer) {
-    Operation *def = buffer.getDefiningOp();
-    return def && def->getBlock() == &entry &&
-           isa<memref::AllocOp, memref::AllocaOp>(def);
-  };
-  SmallVector<ParamCopy> copies;
-  for (Operation &op : entry) {
-    auto store = dyn_cast<memref::StoreOp>(op);
-    if (!store || store.getMemRef() != params)
-      continue;
-    APInt number;
-    if (!matchPattern(store.getIndices()[0], m_ConstantInt(&number)))
-      continue;
-    auto load = store.getValue().getDefiningOp<memref::LoadOp>();
-    if (!load || load->getBlock() != &entry ||
-        !(readOnly.contains(load.getMemRef()) ||
-          isLocalBuffer(load.getMemRef())))
-      continue;
-    if (Optional<int64_t> linear = constantLinearIndex(load))
-      copies.push_back({store, load, number.getSExtValue(), *linear});
-  }
-  llvm::sort(copies, [](const ParamCopy &a, const ParamCopy &b) {
-    return a.number < b.number;
-  });
-  auto settled = [&](ArrayRef<ParamCopy> group) {
-    Value source = ParamCopy(group.front()).load.getMemRef();
-    if (readOnly.contains(source))
-      return true;
-    Operation *first = group.front().load;
-    Operation *last = group.front().store;
-    for (const ParamCopy &copy : group) {
-      if (copy.load->isBeforeInBlock(first))
-        first = copy.load;
-      if (last->isBeforeInBlock(copy.store))
-        last = copy.store;
-    }
-    return settledBetween(source, entry, first, last);
-  };
-  for (size_t i = 0; i < copies.size();) {
-    ParamCopy first = copies[i];
-    size_t j = i + 1;
-    int64_t stride = 0;
-    if (j < copies.size() &&
-        copies[j].load.getMemRef() == first.load.getMemRef())
-      stride = copies[j].linear - first.linear;
-    while (stride != 0 && j < copies.size() &&
-           copies[j].load.getMemRef() == first.load.getMemRef() &&
-           copies[j].number == first.number + int64_t(j - i) &&
-           copies[j].linear == first.linear + int64_t(j - i) * stride)
-      ++j;
-    if (stride == 0)
-      j = i + 1;
-    ArrayRef<ParamCopy> group = ArrayRef<ParamCopy>(copies).slice(i, j - i);
-    if (group.size() >= kMinGather && settled(group))
-      emitGather(group, stride, params);
-    i = j;
-  }
 }
 
 class QNodeSplitter {

@@ -20,6 +20,7 @@
 
 #include "cofactor/Quantum/QuantumOps.h"
 #include "cofactor/Quantum/RuntimeTables.h"
+#include "cofactor/Utils/ConstantIndex.h"
 
 #include "mlir/Dialect/Arithmetic/IR/Arithmetic.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -60,30 +61,6 @@ bool isTransparent(Operation *op) {
   return llvm::all_of(instances, [](const MemoryEffects::EffectInstance &e) {
     return isa<MemoryEffects::Read>(e.getEffect());
   });
-}
-
-/// The linear index of `load` in its memref, when the memref is an f64 memref
-/// with the identity layout, a static shape (or rank 1) and all indices are
-/// constants.
-Optional<int64_t> constantLinearIndex(memref::LoadOp load) {
-  MemRefType type = load.getMemRefType();
-  if (!type.getElementType().isF64() || !type.getLayout().isIdentity())
-    return llvm::None;
-  if (type.getRank() != 1 && !type.hasStaticShape())
-    return llvm::None;
-  int64_t linear = 0;
-  for (auto it : llvm::enumerate(load.getIndices())) {
-    APInt index;
-    if (!matchPattern(it.value(), m_ConstantInt(&index)) ||
-        index.isNegative() || index.getActiveBits() > 40)
-      return llvm::None;
-    int64_t dim = type.getDimSize(it.index());
-    if (!ShapedType::isDynamic(dim) && index.getSExtValue() >= dim)
-      return llvm::None; // out of bounds: leave it to the per-value path
-    linear = linear * (ShapedType::isDynamic(dim) ? 1 : dim) +
-             index.getSExtValue();
-  }
-  return linear;
 }
 
 /// Builds the table, the buffers and the call of one run.
