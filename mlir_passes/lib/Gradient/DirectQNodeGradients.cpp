@@ -97,19 +97,6 @@ std::optional<int64_t> constantIndex(Value v) {
   return std::nullopt;
 }
 
-/// The gate-parameter operands of a quantum op, as --cofactor-split-qnodes
-/// numbers them.
-SmallVector<OpOperand *> gateParameters(Operation *op) {
-  SmallVector<OpOperand *> params;
-  if (auto gate = dyn_cast<quantum::GateOp>(op)) {
-    for (uint64_t k = 0; k < gate.getNumParams(); ++k)
-      params.push_back(&op->getOpOperand(k));
-  } else if (isa<quantum::PauliRotOp>(op)) {
-    params.push_back(&op->getOpOperand(0));
-  }
-  return params;
-}
-
 /// The QNode as a PlainQNode, or None when it has classical code to
 /// differentiate (or anything this pass does not know).
 std::optional<PlainQNode> analyze(func::FuncOp qnode) {

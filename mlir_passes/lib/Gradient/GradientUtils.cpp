@@ -4,6 +4,7 @@
 
 #include "cofactor/Gradient/Attributes.h"
 #include "cofactor/Gradient/GradientOps.h"
+#include "cofactor/Quantum/QuantumOps.h"
 
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/Arithmetic/IR/Arithmetic.h"
@@ -150,4 +151,15 @@ cofactor::differentiatedFunctions(mlir::ModuleOp module, mlir::SymbolTable &symb
     if (!hasGradientRule(fn))
       result.push_back(fn);
   return result;
+}
+
+SmallVector<OpOperand *> cofactor::gateParameters(Operation *op) {
+  SmallVector<OpOperand *> params;
+  if (auto gate = dyn_cast<quantum::GateOp>(op)) {
+    for (uint64_t k = 0; k < gate.getNumParams(); ++k)
+      params.push_back(&op->getOpOperand(k));
+  } else if (isa<quantum::PauliRotOp>(op)) {
+    params.push_back(&op->getOpOperand(0));
+  }
+  return params;
 }

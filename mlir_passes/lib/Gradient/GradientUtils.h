@@ -57,6 +57,11 @@ differentiatedFunctions(mlir::ModuleOp module, mlir::SymbolTable &symbols);
 /// `!llvm.ptr<i8>`.
 mlir::Type getVoidPtrType(mlir::MLIRContext *ctx);
 
+/// The gate-parameter operands of a quantum op (a gate's parameters, a
+/// PauliRot's angle; empty for every other op), in the order in which
+/// --cofactor-split-qnodes numbers them.
+llvm::SmallVector<mlir::OpOperand *> gateParameters(mlir::Operation *op);
+
 } // namespace cofactor
 
 #endif // COFACTOR_LIB_GRADIENT_GRADIENTUTILS_H

@@ -85,18 +85,6 @@ bool isQuantumOp(Operation *op) {
                                  quantum::QuantumDialect::getDialectNamespace();
 }
 
-/// The gate-parameter operands of a quantum op (empty for most ops).
-SmallVector<OpOperand *> gateParameters(Operation *op) {
-  SmallVector<OpOperand *> params;
-  if (auto gate = dyn_cast<quantum::GateOp>(op)) {
-    for (uint64_t k = 0; k < gate.getNumParams(); ++k)
-      params.push_back(&op->getOpOperand(k));
-  } else if (isa<quantum::PauliRotOp>(op)) {
-    params.push_back(&op->getOpOperand(0));
-  }
-  return params;
-}
-
 /// A Hamiltonian whose coefficients are differentiated (attr::kDiffCoeffs):
 /// its coefficients are parameters of the quantum part, numbered like a gate's
 /// (d<H>/dc_k = <term_k> comes from the runtime).
