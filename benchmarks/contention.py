@@ -36,7 +36,13 @@ LONG_N = 16
 #: cofactor's figures: default threads, one thread
 MODES = ("default", "one")
 
-SPIN = "import sys, time\nend = time.time() + float(sys.argv[1])\nwhile time.time() < end: pass"
+# A busy process spins until its time is up, or until the benchmark that started it is gone
+# (an interrupted run must not leave the machine loaded for the next measurement).
+SPIN = (
+    "import os, sys, time\n"
+    "end, parent, n = time.time() + float(sys.argv[1]), int(sys.argv[2]), 0\n"
+    "while time.time() < end and (n % 100000 or os.getppid() == parent): n += 1"
+)
 
 
 def cpu_count() -> int:
@@ -56,7 +62,10 @@ def busy_processes(count: int, limit_s: float) -> Iterator[None]:
     """`count` spinning processes for the duration of the block (each ends by itself after
     limit_s at the latest)."""
     procs = [
-        subprocess.Popen([sys.executable, "-c", SPIN, str(limit_s)], stdin=subprocess.DEVNULL)
+        subprocess.Popen(
+            [sys.executable, "-c", SPIN, str(limit_s), str(os.getpid())],
+            stdin=subprocess.DEVNULL,
+        )
         for _ in range(count)
     ]
     try:
