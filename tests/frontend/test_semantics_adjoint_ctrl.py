@@ -463,3 +463,22 @@ def test_called_region_has_catalysts_wires():
         uncompiled = regions(0.3)
     assert [set(w) for w in uncompiled] == [set(w) for w in got]
     assert uncompiled[0][0] == 1  # the control wire first in both
+
+
+def test_wires_of_nested_ctrl_regions_on_traced_wires_come_back_as_ints():
+    """A ctrl region's .wires on traced wire arguments is a result of the program: the control
+    wire, then the region's wires in program order (nested regions included), as Catalyst
+    returns them -- never a Wires of tracers left over from the trace."""
+
+    @cofactor.qjit
+    @qml.qnode(qml.device("lightning.qubit", wires=4))
+    def circuit(theta, w1, w2, cw1, cw2):
+        def outer():
+            qml.RX(theta, wires=[w1])
+            cofactor.ctrl(lambda: qml.RY(theta, wires=[w2]), control=[cw2])()
+            qml.RZ(theta, wires=w1)
+
+        return cofactor.ctrl(outer, control=[cw1])().wires
+
+    assert circuit(0.1, 0, 1, 2, 3) == qml.wires.Wires([2, 0, 3, 1])
+    assert circuit(0.1, 3, 2, 1, 0) == qml.wires.Wires([1, 3, 0, 2])

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 LEAF = "*"
 
 
@@ -31,8 +33,27 @@ def _flatten(obj: Any, leaves: list[Any], is_leaf) -> Any:
         return ("dict", keys, tuple(_flatten(obj[k], leaves, is_leaf) for k in keys))
     if obj is None:
         return ("none",)
+    if _has_traced_labels(obj):
+        # Wires whose labels are traced (a ctrl region's `.wires` on traced wire arguments):
+        # the labels are values of the program, the Wires is structure, as in Catalyst.
+        return ("wires", tuple(_flatten(v, leaves, is_leaf) for v in obj.labels))
     leaves.append(obj)
     return LEAF
+
+
+def _has_traced_labels(obj: Any) -> bool:
+    from pennylane.wires import Wires
+
+    from cofactor.tracing.tracer import Scalar, Tracer
+
+    return isinstance(obj, Wires) and any(isinstance(w, Tracer | Scalar) for w in obj.labels)
+
+
+def _wire_label(value: Any) -> Any:
+    """A label of a rebuilt Wires: a computed wire (a 0-d array) as a Python int."""
+    if isinstance(value, np.ndarray | np.generic) and np.ndim(value) == 0:
+        return value.item()
+    return value
 
 
 def _check_static_keys(keys: tuple) -> None:
@@ -67,6 +88,10 @@ def _unflatten(tree: Any, it) -> Any:
         return [_unflatten(t, it) for t in tree[1]]
     if kind == "dict":
         return {k: _unflatten(t, it) for k, t in zip(tree[1], tree[2], strict=True)}
+    if kind == "wires":
+        from pennylane.wires import Wires
+
+        return Wires([_wire_label(_unflatten(t, it)) for t in tree[1]])
     return None
 
 
@@ -74,7 +99,7 @@ def num_leaves(tree: Any) -> int:
     if tree == LEAF:
         return 1
     kind = tree[0]
-    if kind in ("tuple", "list"):
+    if kind in ("tuple", "list", "wires"):
         return sum(num_leaves(t) for t in tree[1])
     if kind == "dict":
         return sum(num_leaves(t) for t in tree[2])
