@@ -9,8 +9,8 @@ endif()
 if(COFACTOR_WITH_MPI AND MPI_CXX_FOUND)
   message(STATUS "cofactor: MPI found (${MPI_CXX_LIBRARIES}): building libcofactor_runtime_mpi.so")
   get_target_property(_cf_sources cofactor_runtime SOURCES)
-  # everything but the C ABI layer (capi, the loader, interrupts, gradient support)
-  list(FILTER _cf_sources EXCLUDE REGEX "(capi|DistributedLoader|Interrupt|GradientSupport)\\.cpp$")
+  # everything but the C ABI layer (capi*.cpp, the loader, interrupts, gradient support)
+  list(FILTER _cf_sources EXCLUDE REGEX "(capi[a-z_]*|DistributedLoader|Interrupt|GradientSupport)\\.cpp$")
   add_library(cofactor_runtime_mpi SHARED
     src/mpi/DistributedDevice.cpp src/mpi/DistributedAdjoint.cpp ${_cf_sources})
   target_include_directories(cofactor_runtime_mpi
