@@ -57,8 +57,8 @@ func.func @grad(%x: memref<2x2xf64>, %out: memref<f64>, %ct: memref<f64>, %dx: m
 // CHECK-NEXT: call @cf_rt_tape_start() : () -> ()
 // CHECK: "quantum.gate"(%{{.*}}) {gate = "RX"
 // CHECK: memref.store %{{.*}}, %arg1[] : memref<f64>
-// CHECK: %[[ROWS:.*]] = arith.constant 1 : i64
 // CHECK: %[[P:.*]] = arith.constant 5 : i64
+// CHECK: %[[ROWS:.*]] = arith.constant 1 : i64
 // CHECK: call @cf_rt_tape_stop() : () -> ()
 // CHECK: call @cf_rt_jacobian_recorded(%{{.*}}, %[[ROWS]], %[[P]]) : (!llvm.ptr<i8>, i64, i64) -> ()
 // CHECK-NEXT: "quantum.device_release"

@@ -339,54 +339,20 @@ func::FuncOp DirectVJPEmitter::emit(const PlainQNode &plain,
     dins.push_back(fn.getArguments().back());
   }
 
-  Type i64 = IntegerType::get(ctx, 64);
-  auto method = qnode->getAttrOfType<StringAttr>(attr::kDiffMethod);
-  StringRef runtimeJacobian =
-      method && method.getValue() == "parameter-shift"
-          ? "cf_rt_jacobian_recorded_shift"
-          : "cf_rt_jacobian_recorded";
-  auto tapeStart =
-      getOrDeclare(module, "cf_rt_tape_start", FunctionType::get(ctx, {}, {}));
-  auto tapeStop =
-      getOrDeclare(module, "cf_rt_tape_stop", FunctionType::get(ctx, {}, {}));
-  auto jacobian =
-      getOrDeclare(module, runtimeJacobian,
-                   FunctionType::get(ctx, {getVoidPtrType(ctx), i64, i64}, {}));
-
   Block &body = fn.getBody().front();
   OpBuilder entry = OpBuilder::atBlockBegin(&body);
   auto jacType = MemRefType::get({plain.numResults, plain.numParams},
                                  Float64Type::get(ctx));
   Value jac = entry.create<memref::AllocOp>(loc, jacType);
-  auto askJacobian = [&](OpBuilder &b, Location at) {
-    Value rows =
-        b.create<arith::ConstantOp>(at, b.getI64IntegerAttr(plain.numResults));
-    Value params =
-        b.create<arith::ConstantOp>(at, b.getI64IntegerAttr(plain.numParams));
-    // Stop first: a parameter-shift Jacobian replays the stopped tape.
-    b.create<func::CallOp>(at, tapeStop, ValueRange());
-    b.create<func::CallOp>(at, jacobian,
-                           ValueRange{dataPointer(b, at, jac), rows, params});
-  };
-  bool released = false;
-  SmallVector<Operation *> ops;
-  for (Operation &op : body)
-    ops.push_back(&op);
-  for (Operation *op : ops) {
-    if (isa<quantum::DeviceAcquireOp>(op)) {
-      OpBuilder b(op->getContext());
-      b.setInsertionPointAfter(op);
-      b.create<func::CallOp>(op->getLoc(), tapeStart, ValueRange());
-    } else if (isa<quantum::DeviceReleaseOp>(op)) {
-      OpBuilder b(op);
-      askJacobian(b, op->getLoc());
-      released = true;
-    }
-  }
+  recordJacobian(fn, recordedJacobianFunction(qnode), jac, plain.numResults,
+                 [&](OpBuilder &b, Location at) -> Value {
+                   return b.create<arith::ConstantOp>(
+                       at, b.getI64IntegerAttr(plain.numParams));
+                 });
+  // Straight-line code: one return, after the Jacobian (recordJacobian asks
+  // for it there if the circuit releases no device).
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   OpBuilder b(ret);
-  if (!released) // the device stays current after the circuit
-    askJacobian(b, ret.getLoc());
   SmallVector<Value> couts;
   for (Value cout : cotangents)
     couts.push_back(b.create<memref::LoadOp>(ret.getLoc(), cout));

@@ -115,6 +115,16 @@ void cofactor::accumulate(OpBuilder &b, Location loc, Value dst, Value src) {
                  });
 }
 
+void cofactor::beforeEachReturn(
+    func::FuncOp fn, function_ref<void(OpBuilder &, func::ReturnOp)> body) {
+  SmallVector<func::ReturnOp> returns;
+  fn.walk([&](func::ReturnOp op) { returns.push_back(op); });
+  for (func::ReturnOp ret : returns) {
+    OpBuilder b(ret);
+    body(b, ret);
+  }
+}
+
 func::FuncOp cofactor::getOrDeclare(ModuleOp module, StringRef name,
                                     FunctionType type) {
   if (auto fn = module.lookupSymbol<func::FuncOp>(name))
@@ -162,4 +172,51 @@ SmallVector<OpOperand *> cofactor::gateParameters(Operation *op) {
     params.push_back(&op->getOpOperand(0));
   }
   return params;
+}
+
+StringRef cofactor::recordedJacobianFunction(func::FuncOp qnode) {
+  auto method = qnode->getAttrOfType<StringAttr>(attr::kDiffMethod);
+  return method && method.getValue() == "parameter-shift"
+             ? "cf_rt_jacobian_recorded_shift"
+             : "cf_rt_jacobian_recorded";
+}
+
+void cofactor::recordJacobian(
+    func::FuncOp fn, StringRef runtimeJacobian, Value jac, int64_t numResults,
+    function_ref<Value(OpBuilder &, Location)> numParams) {
+  MLIRContext *ctx = fn.getContext();
+  auto module = fn->getParentOfType<ModuleOp>();
+  Type i64 = IntegerType::get(ctx, 64);
+  auto tapeStart =
+      getOrDeclare(module, "cf_rt_tape_start", FunctionType::get(ctx, {}, {}));
+  auto tapeStop =
+      getOrDeclare(module, "cf_rt_tape_stop", FunctionType::get(ctx, {}, {}));
+  auto jacobian =
+      getOrDeclare(module, runtimeJacobian,
+                   FunctionType::get(ctx, {getVoidPtrType(ctx), i64, i64}, {}));
+  auto askJacobian = [&](OpBuilder &b, Location loc) {
+    Value cols = numParams(b, loc);
+    Value rows =
+        b.create<arith::ConstantOp>(loc, b.getI64IntegerAttr(numResults));
+    // Stop first: a parameter-shift Jacobian replays the stopped tape.
+    b.create<func::CallOp>(loc, tapeStop, ValueRange());
+    b.create<func::CallOp>(loc, jacobian,
+                           ValueRange{dataPointer(b, loc, jac), rows, cols});
+  };
+  bool released = false;
+  fn.walk([&](Operation *op) {
+    if (isa<quantum::DeviceAcquireOp>(op)) {
+      OpBuilder b(op->getContext());
+      b.setInsertionPointAfter(op);
+      b.create<func::CallOp>(op->getLoc(), tapeStart, ValueRange());
+    } else if (isa<quantum::DeviceReleaseOp>(op)) {
+      OpBuilder b(op);
+      askJacobian(b, op->getLoc());
+      released = true;
+    }
+  });
+  if (!released) // the device stays current after the circuit
+    beforeEachReturn(fn, [&](OpBuilder &b, func::ReturnOp ret) {
+      askJacobian(b, ret.getLoc());
+    });
 }

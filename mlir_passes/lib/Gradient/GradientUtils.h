@@ -1,8 +1,8 @@
 //===- GradientUtils.h - helpers shared by the gradient passes --*- C++ -*-===//
 //
 // Builders for the func/memref/scf code the gradient passes emit around memref
-// arguments: raw data pointers for the runtime, byte sizes, element loops, and
-// runtime declarations.
+// arguments: raw data pointers for the runtime, byte sizes, element loops,
+// runtime declarations, and the recording of a circuit's Jacobian.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +38,11 @@ void fillZero(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref);
 /// `dst[...] += src[...]` elementwise (floating-point element types only).
 void accumulate(mlir::OpBuilder &b, mlir::Location loc, mlir::Value dst,
                 mlir::Value src);
+/// Calls `body(builder, ret)` with a builder before every `func.return` of
+/// `fn`.
+void beforeEachReturn(
+    mlir::func::FuncOp fn,
+    llvm::function_ref<void(mlir::OpBuilder &, mlir::func::ReturnOp)> body);
 /// The private declaration `name` of `type`, created if the module lacks it.
 mlir::func::FuncOp getOrDeclare(mlir::ModuleOp module, llvm::StringRef name,
                                 mlir::FunctionType type);
@@ -61,6 +66,28 @@ mlir::Type getVoidPtrType(mlir::MLIRContext *ctx);
 /// PauliRot's angle; empty for every other op), in the order in which
 /// --cofactor-split-qnodes numbers them.
 llvm::SmallVector<mlir::OpOperand *> gateParameters(mlir::Operation *op);
+
+/// The runtime function that writes the Jacobian of a recorded circuit, for the
+/// `cofactor.diff_method` of `qnode`: `cf_rt_jacobian_recorded` (the adjoint
+/// method, for "adjoint", "best" and no method), or
+/// `cf_rt_jacobian_recorded_shift` for "parameter-shift" (it replays the
+/// circuit with shifted parameters, sampled when the device has shots).
+llvm::StringRef recordedJacobianFunction(mlir::func::FuncOp qnode);
+
+/// Makes the circuit in `fn` record itself and ask the runtime for its
+/// Jacobian, as --cofactor-split-qnodes and --cofactor-direct-qnode-gradients
+/// both need: `cf_rt_tape_start` right after each `quantum.device_acquire`;
+/// before each `quantum.device_release` (or before every `func.return` if the
+/// circuit releases nothing: the device stays current after it),
+/// `cf_rt_tape_stop` then `runtimeJacobian(jac, numResults, P)`, which writes
+/// the Jacobian of the recorded measurement results (rows) with respect to the
+/// recorded gate parameters (columns) into the memref `jac`. `numParams`
+/// builds the i64 P at each such place.
+void recordJacobian(
+    mlir::func::FuncOp fn, llvm::StringRef runtimeJacobian, mlir::Value jac,
+    int64_t numResults,
+    llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location)>
+        numParams);
 
 } // namespace cofactor
 

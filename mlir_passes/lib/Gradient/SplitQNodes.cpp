@@ -258,17 +258,6 @@ Value mallocVector(OpBuilder &b, Location loc, MemRefType type, Value count) {
   return b.create<UnrealizedConversionCastOp>(loc, type, desc).getResult(0);
 }
 
-/// Before every `func.return` of `fn`.
-void beforeEachReturn(func::FuncOp fn,
-                      function_ref<void(OpBuilder &, func::ReturnOp)> body) {
-  SmallVector<func::ReturnOp> returns;
-  fn.walk([&](func::ReturnOp op) { returns.push_back(op); });
-  for (func::ReturnOp ret : returns) {
-    OpBuilder b(ret);
-    body(b, ret);
-  }
-}
-
 /// Points the uses of the output arguments [first, first + n) at scratch
 /// buffers freed before returning, so that classical clones of a QNode never
 /// write its outputs (the quantum part does).
@@ -462,40 +451,13 @@ func::FuncOp QNodeSplitter::emitJacobian(func::FuncOp quantum,
                     fn.getLoc());
   Value params = fn.getArgument(numInputs);
   Value jac = fn.getArgument(numInputs + 1);
-  Type i64 = IntegerType::get(ctx, 64);
-  auto tapeStart =
-      getOrDeclare(module, "cf_rt_tape_start", FunctionType::get(ctx, {}, {}));
-  auto tapeStop =
-      getOrDeclare(module, "cf_rt_tape_stop", FunctionType::get(ctx, {}, {}));
-  auto jacobian =
-      getOrDeclare(module, runtimeJacobian,
-                   FunctionType::get(ctx, {getVoidPtrType(ctx), i64, i64}, {}));
-  auto askJacobian = [&](OpBuilder &b, Location loc) {
-    Value numParams = b.create<arith::IndexCastOp>(
-        loc, i64, b.create<memref::DimOp>(loc, params, 0));
-    Value rows =
-        b.create<arith::ConstantOp>(loc, b.getI64IntegerAttr(numResults));
-    // Stop first: a parameter-shift Jacobian replays the stopped tape.
-    b.create<func::CallOp>(loc, tapeStop, ValueRange());
-    b.create<func::CallOp>(
-        loc, jacobian, ValueRange{dataPointer(b, loc, jac), rows, numParams});
-  };
-  bool released = false;
-  fn.walk([&](Operation *op) {
-    if (isa<quantum::DeviceAcquireOp>(op)) {
-      OpBuilder b(op->getContext());
-      b.setInsertionPointAfter(op);
-      b.create<func::CallOp>(op->getLoc(), tapeStart, ValueRange());
-    } else if (isa<quantum::DeviceReleaseOp>(op)) {
-      OpBuilder b(op);
-      askJacobian(b, op->getLoc());
-      released = true;
-    }
-  });
-  if (!released) // the device stays current after the circuit
-    beforeEachReturn(fn, [&](OpBuilder &b, func::ReturnOp ret) {
-      askJacobian(b, ret.getLoc());
-    });
+  // P is the size of `params`: the count the preprocessing computed.
+  recordJacobian(fn, runtimeJacobian, jac, numResults,
+                 [&](OpBuilder &b, Location loc) -> Value {
+                   return b.create<arith::IndexCastOp>(
+                       loc, b.getI64Type(),
+                       b.create<memref::DimOp>(loc, params, 0));
+                 });
   return fn;
 }
 
@@ -613,14 +575,8 @@ LogicalResult QNodeSplitter::split(func::FuncOp qnode) {
   llvm::SmallPtrSet<Value, 4> readOnly = readOnlyInputs(qnode, numInputs);
   func::FuncOp pcount = emitParamCount(qnode, numInputs);
   func::FuncOp quantum = emitQuantum(qnode, numInputs);
-  // The adjoint method by default ("adjoint", "best"); parameter-shift replays the
-  // circuit with shifted parameters (sampled when the device has shots).
-  StringRef runtimeJacobian =
-      method && method.getValue() == "parameter-shift"
-          ? "cf_rt_jacobian_recorded_shift"
-          : "cf_rt_jacobian_recorded";
-  func::FuncOp jacobian =
-      emitJacobian(quantum, numInputs, numResults, runtimeJacobian);
+  func::FuncOp jacobian = emitJacobian(quantum, numInputs, numResults,
+                                       recordedJacobianFunction(qnode));
   quantum->setAttr(attr::kJacobian, FlatSymbolRefAttr::get(jacobian));
   emitPreprocessing(qnode, numInputs, pcount, quantum, readOnly);
   return success();
