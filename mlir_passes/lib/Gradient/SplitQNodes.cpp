@@ -38,7 +38,8 @@
 //   `malloc` directly (see mallocVector): both keep Enzyme's type analysis
 //   from mistaking integers for floats.
 //
-// Gate parameters that are elements of an array reach `params` through loops
+// The three functions number the parameters alike (QNodeParams.h). Gate
+// parameters that are elements of an array reach `params` through loops
 // where they can (ParamGather.h), so Enzyme, O2 and code generation do not see
 // a load and a store per element.
 //
@@ -54,6 +55,7 @@
 
 #include "GradientUtils.h"
 #include "ParamGather.h"
+#include "QNodeParams.h"
 
 #include "cofactor/Gradient/Attributes.h"
 #include "cofactor/Gradient/GradientOps.h"
@@ -73,8 +75,6 @@
 #include "mlir/Transforms/SideEffectUtils.h"
 #include "llvm/ADT/SetVector.h"
 
-#include <functional>
-
 using namespace mlir;
 using namespace cofactor;
 
@@ -83,124 +83,6 @@ namespace {
 bool isQuantumOp(Operation *op) {
   return op->getDialect() && op->getDialect()->getNamespace() ==
                                  quantum::QuantumDialect::getDialectNamespace();
-}
-
-/// A Hamiltonian whose coefficients are differentiated (attr::kDiffCoeffs):
-/// its coefficients are parameters of the quantum part, numbered like a gate's
-/// (d<H>/dc_k = <term_k> comes from the runtime).
-quantum::ObsHamiltonianOp diffHamiltonian(Operation *op) {
-  auto h = dyn_cast<quantum::ObsHamiltonianOp>(op);
-  return h && h->hasAttr(attr::kDiffCoeffs) ? h : nullptr;
-}
-
-/// How many parameters of the quantum part `op` takes: a gate's parameters,
-/// or a differentiated Hamiltonian's coefficients (a static count).
-int64_t numParamsOf(Operation *op) {
-  if (auto h = diffHamiltonian(op))
-    return h.getCoeffs().getType().cast<MemRefType>().getDimSize(0);
-  return gateParameters(op).size();
-}
-
-/// Numbers the gate parameters of one function in program order.
-///
-/// Gates in the function's entry block (straight-line code, by far the common
-/// case) get constant numbers, offset by the number reached after the last
-/// loop or branch that held gates. The running number goes through a stack
-/// slot only around such a region op: before it the number is stored, gates
-/// inside read and bump the slot, after it the number is loaded back.
-///
-/// Why it matters: Enzyme differentiates the preprocessing function, and the
-/// reverse pass needs every gate's parameter number to address the shadow of
-/// `params`. A number loaded from a slot that the next gate overwrites must be
-/// cached, one i64 per gate in the tape Enzyme passes by value from the
-/// augmented forward to the reverse function (4 pointers and 160 i64 for 20
-/// layers of StronglyEntanglingLayers on 8 wires, growing with the circuit,
-/// and 30% more time in opt). Constants need no cache: the tape is then a few
-/// pointers at any depth; a number loaded after a region op costs one field.
-class ParamCounter {
-public:
-  /// `onSlot(builder, slot)` runs once, right after the slot is created (the
-  /// preprocessing adds an `__enzyme_integer` hint there).
-  ParamCounter(func::FuncOp fn,
-               std::function<void(OpBuilder &, Value)> onSlot = nullptr)
-      : fn(fn), onSlot(std::move(onSlot)),
-        straightLine(fn.getBody().hasOneBlock()) {}
-
-  /// Reserves `n` consecutive parameter numbers for `gate`: returns the first.
-  Value next(OpBuilder &b, Operation *gate, int64_t n) {
-    Location loc = gate->getLoc();
-    Block &entry = fn.getBody().front();
-    Operation *top =
-        straightLine ? entry.findAncestorOpInBlock(*gate) : nullptr;
-    if (top == gate) {
-      Value first = current(b, loc);
-      offset += n;
-      return first;
-    }
-    Value counter = getSlot();
-    if (top && top != syncedRegionOp) {
-      // First gate inside this region op: hand the number over to the slot
-      // before it, take it back after it.
-      syncedRegionOp = top;
-      OpBuilder before(top);
-      before.create<memref::StoreOp>(loc, current(before, loc), counter);
-      OpBuilder after(top->getContext());
-      after.setInsertionPointAfter(top);
-      base = after.create<memref::LoadOp>(loc, counter);
-      offset = 0;
-    }
-    Value first = b.create<memref::LoadOp>(loc, counter);
-    Value step = b.create<arith::ConstantIndexOp>(loc, n);
-    Value next = b.create<arith::AddIOp>(loc, first, step);
-    b.create<memref::StoreOp>(loc, next, counter);
-    return first;
-  }
-
-  /// The number of parameters, at a `func.return` after all gates were seen.
-  Value total(OpBuilder &b, Location loc) {
-    if (!straightLine)
-      return b.create<memref::LoadOp>(loc, getSlot());
-    return current(b, loc);
-  }
-
-private:
-  Value current(OpBuilder &b, Location loc) {
-    if (base && offset == 0)
-      return base;
-    Value c = b.create<arith::ConstantIndexOp>(loc, offset);
-    return base ? b.create<arith::AddIOp>(loc, base, c).getResult() : c;
-  }
-  Value getSlot() {
-    if (slot)
-      return slot;
-    OpBuilder b = OpBuilder::atBlockBegin(&fn.getBody().front());
-    Location loc = fn.getLoc();
-    slot =
-        b.create<memref::AllocaOp>(loc, MemRefType::get({}, b.getIndexType()));
-    b.create<memref::StoreOp>(loc, b.create<arith::ConstantIndexOp>(loc, 0),
-                              slot);
-    if (onSlot)
-      onSlot(b, slot);
-    return slot;
-  }
-
-  func::FuncOp fn;
-  std::function<void(OpBuilder &, Value)> onSlot;
-  bool straightLine;
-  Value slot;
-  Value base; // the number loaded after the last region op with gates, if any
-  int64_t offset = 0;
-  Operation *syncedRegionOp = nullptr;
-};
-
-/// `first + k`, folded when `first` is a constant (the usual case).
-Value offsetIndex(OpBuilder &b, Location loc, Value first, int64_t k) {
-  if (k == 0)
-    return first;
-  if (auto c = first.getDefiningOp<arith::ConstantIndexOp>())
-    return b.create<arith::ConstantIndexOp>(loc, c.value() + k);
-  return b.create<arith::AddIOp>(loc, first,
-                                 b.create<arith::ConstantIndexOp>(loc, k));
 }
 
 /// `__enzyme_integer(ptr, 8)`: tells Enzyme's type analysis that the index
