@@ -153,6 +153,12 @@ void applyMatrix(cplx *sv, int n, std::vector<cplx> M, const int64_t *wires, int
         for (size_t j = 0; j < D; ++j) g.data[j] = M[j * D + j];
         return applyGateMatrix(sv, n, g, wires, none);
     }
+    // 2-wire dense blocks above the lowest two bits: the fused stream kernel (vectorised
+    // across blocks, FusedKernels.inc); on the low bits the chunked kernels' lane shuffles
+    int low = n;
+    for (int i = 0; i < q; ++i) low = std::min(low, bitOf(n, wires[i]));
+    const bool streamOff = std::getenv("COFACTOR_FUSED_STREAM_OFF") != nullptr; // A/B knob
+    if (q == 2 && !permutation && low >= 2 && !streamOff) return applyFusedDense(sv, n, M.data(), wires, q);
     if (q <= 2 || permutation) {
         g.shape = Shape::Dense;
         g.data = std::move(M);

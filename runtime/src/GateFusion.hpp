@@ -42,7 +42,8 @@ constexpr int kDefaultFusionMinQubits = 16;
 constexpr int kWideFusionMinQubits = 19; // from here the default width is 3, below it 2
 constexpr size_t kMaxPending = 4096; // queued operations before everything is applied
 
-// sv = M sv for a dense 2^k x 2^k row-major M on `wires` (3 <= k <= kMaxFusionQubits), one
+// sv = M sv for a dense 2^k x 2^k row-major M on `wires` (3 <= k <= kMaxFusionQubits, or k = 2
+// when the lowest bit of `wires` is at least 2), one
 // pass with the matrix in cache (FusedKernels.inc; defined in StateVector.cpp per ISA).
 void applyFusedDense(cplx *sv, int n, const cplx *M, const int64_t *wires, int k);
 

@@ -218,3 +218,76 @@ def test_set_state_discards_queued_gates(rt, monkeypatch):
     expected = np.zeros(8, complex)
     expected[0] = 1
     np.testing.assert_allclose(rt.state(), expected, atol=1e-15)
+
+
+# Blocks of k wires at every position: the lowest wire inside a vector of amplitudes (the
+# last bits, where the dense kernels shuffle lanes), just above it (bit 2: the first
+# position where the stream kernel of FusedKernels.inc takes them on AVX-512), in the middle,
+# on the top wires and spread out; each block is built from random 2-wire unitaries and Rot
+# gates on a random entangled state, so the fused dense block is a generic dense matrix.
+_BLOCK_WIRES = {
+    2: [(8, 7), (7, 6), (6, 5), (5, 3), (4, 2), (0, 1), (1, 8), (2, 0)],
+    3: [(6, 7, 8), (4, 5, 6), (5, 3, 6), (0, 1, 2), (2, 0, 4), (1, 4, 7), (0, 8, 3)],
+    4: [(5, 6, 7, 8), (3, 4, 5, 6), (6, 2, 0, 4), (0, 1, 2, 3), (1, 3, 5, 7)],
+}
+
+
+@pytest.mark.parametrize(
+    "wires", [w for ws in _BLOCK_WIRES.values() for w in ws], ids=lambda w: "-".join(map(str, w))
+)
+def test_dense_block_at_every_position(rt, monkeypatch, wires):
+    n, k = 9, len(wires)
+    rng = np.random.default_rng(sum(w * 10**i for i, w in enumerate(wires)))
+    prep = rng.normal(size=(n, 3))
+    block_rots = rng.normal(size=(2, k, 3))
+    pairs = [(wires[i], wires[(i + 1) % k]) for i in range(k)] * 2
+    unitaries = [unitary_group.rvs(4, random_state=rng) for _ in pairs]
+
+    def run():
+        rt.acquire(n)
+        for w in range(n):
+            rt.gate("Hadamard", [], [w])
+            rt.gate("Rot", prep[w], [w])
+        for w in range(n - 1):
+            rt.gate("CNOT", [], [w, w + 1])
+        # not fusable: applies every pending block, so the block below is fused on its own
+        rt.pauli_rot(0.37, "XYZ" * 3, list(range(n)))
+        for i, (a, b) in enumerate(pairs):
+            rt.gate("Rot", block_rots[i % 2, i % k], [wires[i % k]])
+            rt.unitary(unitaries[i], [a, b])
+        return rt.state()
+
+    _set(monkeypatch, False)
+    ref = run()
+    for qubits in sorted({k, 4}):
+        _set(monkeypatch, True, qubits)
+        np.testing.assert_allclose(run(), ref, atol=1e-12, rtol=0, err_msg=f"k={qubits}")
+
+
+@pytest.mark.parametrize("isa", ["base", "avx2"])
+def test_dense_blocks_at_lower_instruction_set_levels(isa):
+    """The fused kernels are compiled per instruction-set level with different vector
+    widths (one, two or four amplitudes a vector: a different lowest bit for the stream
+    kernel); COFACTOR_ISA is read once per process, so the block test runs in a child."""
+    import os
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-x",
+            __file__,
+            "-k",
+            "test_dense_block_at_every_position",
+        ],
+        env=dict(os.environ, COFACTOR_ISA=isa),
+        capture_output=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout.decode()[-3000:] + run.stderr.decode()[-2000:]
