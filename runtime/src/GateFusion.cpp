@@ -133,7 +133,8 @@ void applyMatrix(cplx *sv, int n, std::vector<cplx> M, const int64_t *wires, int
     const size_t D = size_t(1) << q;
     // Classify: a diagonal block takes the diagonal kernel (it only scales), a permutation
     // (one nonzero per row: CNOT/X/SWAP chains with phases) the sparse gather of denseK,
-    // blocks of 1-2 wires the chunked kernels; the rest the fused dense kernel.
+    // 2-wire blocks above the lowest two bits and the rest the fused kernels (the stream
+    // kernel where it can, FusedKernels.inc), other blocks of 1-2 wires the chunked kernels.
     bool diagonal = true, permutation = true;
     for (size_t r = 0; r < D; ++r) {
         int nonzeros = 0;
@@ -153,8 +154,8 @@ void applyMatrix(cplx *sv, int n, std::vector<cplx> M, const int64_t *wires, int
         for (size_t j = 0; j < D; ++j) g.data[j] = M[j * D + j];
         return applyGateMatrix(sv, n, g, wires, none);
     }
-    // 2-wire dense blocks above the lowest two bits: the fused stream kernel (vectorised
-    // across blocks, FusedKernels.inc); on the low bits the chunked kernels' lane shuffles
+    // 2-wire blocks above the lowest two bits: the stream kernel (no lane shuffles, and
+    // half the FMAs for a CNOT after rotations); on the low bits the chunked kernels
     int low = n;
     for (int i = 0; i < q; ++i) low = std::min(low, bitOf(n, wires[i]));
     const bool streamOff = std::getenv("COFACTOR_FUSED_STREAM_OFF") != nullptr; // A/B knob

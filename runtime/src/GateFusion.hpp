@@ -1,7 +1,7 @@
 // Gate fusion: the device queues gates instead of applying each as its own pass over the
 // state, and multiplies runs of gates on few qubits into one matrix applied in one pass
-// (as qsim and Lightning do). A state-vector pass is memory-bound, so a 3-qubit dense pass
-// costs about what a 1-qubit one does; SEL-like circuits then take several-fold fewer passes.
+// (as qsim and Lightning do): fewer passes over the state, each with more arithmetic, which
+// pays when a pass is bound by the state's traffic rather than by its FMAs (see below).
 //
 // Pending gates are kept as blocks on pairwise disjoint wire sets. Blocks on disjoint wires
 // commute, so each block can be applied whenever it must be, independently of the others:
@@ -21,12 +21,18 @@
 // COFACTOR_FUSION_QUBITS sets maxQubits (1..6); COFACTOR_FUSION_MIN_QUBITS: registers
 // smaller than this are not fused. They are read at every device reset.
 //
-// The defaults are measured (one thread, CPU time, Xeon with AVX-512; benchmark section 6):
-// SEL forward, 4 layers, unfused / k=2 / k=3: n=14 0.74 / 1.05 / 0.88 ms, n=16 4.5 / 4.4 /
-// 5.2 ms, n=18 31 / 23 / 23 ms, n=20 186 / 145 / 124 ms (k=4: 188, k=5: 129); the long
-// 16-wire circuit 46 / 23 / 36 ms. While the state sits in L1/L2 a gate is compute-bound,
-// so a fused matrix (more flops than a CNOT's swap) and the bookkeeping do not pay; from
-// 2^16 amplitudes on, k = 2 does; beyond L2, where passes are bandwidth-bound, k = 3.
+// The defaults are measured (one thread, CPU time, Xeon with AVX-512; benchmark section 6).
+// Before the stream kernel (FusedKernels.inc): SEL forward, 4 layers, unfused / k=2 / k=3:
+// n=14 0.74 / 1.05 / 0.88 ms, n=16 4.5 / 4.4 / 5.2 ms, n=18 31 / 23 / 23 ms, n=20 186 / 145 /
+// 124 ms (k=4: 188, k=5: 129); the long 16-wire circuit 46 / 23 / 36 ms. With it (medians of
+// 7 batches, loaded machine, load average 5-7 on 2 cores, so +-20%): SEL n=16 unfused / k=2
+// / k=3 / k=4 3.0 / 2.2-2.5 / 2.6-3.5 / 4.0-5.6 ms, n=20 119 / 66-74 / 56-57 / 72-73 ms; the
+// long circuit 40 / 17.2-17.6 / 17.6-17.9 / 23.7 ms (Catalyst in the same runs: SEL n=16 3.5
+// ms, n=20 117-134 ms, long 40-56 ms). Most fused blocks are CNOTs after single-qubit gates,
+// block diagonal with two halves, which the stream kernel multiplies at half the FMAs; with
+// that, 2-wire blocks pay from 2^16 amplitudes on and 3-wire ones from 2^19: below, the
+// state is in L2 and a 3-wire block's extra FMAs cost more than the passes they save; above,
+// k = 4's blocks (denser: four times the FMAs per amplitude) do not pay.
 #pragma once
 
 #include <cstdint>
@@ -42,9 +48,9 @@ constexpr int kDefaultFusionMinQubits = 16;
 constexpr int kWideFusionMinQubits = 19; // from here the default width is 3, below it 2
 constexpr size_t kMaxPending = 4096; // queued operations before everything is applied
 
-// sv = M sv for a dense 2^k x 2^k row-major M on `wires` (3 <= k <= kMaxFusionQubits, or k = 2
-// when the lowest bit of `wires` is at least 2), one
-// pass with the matrix in cache (FusedKernels.inc; defined in StateVector.cpp per ISA).
+// sv = M sv for a dense 2^k x 2^k row-major M on `wires` (3 <= k <= kMaxFusionQubits, or
+// k = 2 when the lowest bit of `wires` is at least 2), one pass with the matrix in cache
+// (FusedKernels.inc; defined in StateVector.cpp per ISA).
 void applyFusedDense(cplx *sv, int n, const cplx *M, const int64_t *wires, int k);
 
 // The pieces the forward fuser and the adjoint Jacobian's backward fuser (AdjointFusion.hpp)
