@@ -46,16 +46,25 @@ _PURE_ATTRIBUTES = (
 )
 
 
+#: Texts of pure attributes, and templates of op kinds (keyed by the values their text
+#: depends on, `_ListPrinter._lookup`), kept from one module to the next: a process that
+#: traces several functions (or signatures) prints the same kinds of ops again. Bounded;
+#: past the bound, new entries are used for one module only.
+_ATTR_TEXT: dict[Attribute, str] = {}
+_TEMPLATES: dict[tuple, list[str | int] | None] = {}
+_SHARED_LIMIT = 50_000
+
+
 class _ListPrinter(Printer):
     """xDSL's printer writing into a list of strings, with a cache of attribute texts."""
 
     def __init__(self) -> None:
         super().__init__(stream=_Sink(self))
         self.parts: list[Any] = []
-        self._attr_text: dict[Attribute, str] = {}
-        # op kind -> its text after the result names, strings and SSA holes (None: the
-        # kind is printed by xDSL every time)
-        self._templates: dict[tuple, list[str | int] | None] = {}
+        # (shared by every module printed in this process: both depend on nothing but
+        # their keys' values, see _TEMPLATES)
+        self._attr_text = _ATTR_TEXT
+        self._templates = _TEMPLATES
         self._by_identity: dict[tuple, list[str | int] | None] = {}
         self._holes = False  # while printing a template: SSA values become holes
 
@@ -130,7 +139,9 @@ class _ListPrinter(Printer):
         except TypeError:  # an unhashable attribute
             return None
         if template is False:
-            template = self._templates[key] = self._template(op)
+            template = self._template(op)
+            if len(self._templates) < _SHARED_LIMIT:
+                self._templates[key] = template
         return template
 
     def _template(self, op: Operation) -> list[str | int] | None:
@@ -193,8 +204,10 @@ class _ListPrinter(Printer):
         if text is None:
             outer, self.parts = self.parts, []
             super().print_attribute(attribute)
-            text = self._attr_text[attribute] = "".join(self.parts)
+            text = "".join(self.parts)
             self.parts = outer
+            if len(self._attr_text) < _SHARED_LIMIT:
+                self._attr_text[attribute] = text
         self._current_column += len(text)
         self.parts.append(text)
 
