@@ -67,12 +67,17 @@ class _ListPrinter(Printer):
         self._templates = _TEMPLATES
         self._by_identity: dict[tuple, list[str | int] | None] = {}
         self._holes = False  # while printing a template: SSA values become holes
+        # id(value) -> "%name", beside xDSL's own map (whose key, the value, hashes in
+        # Python): every value of the module lives while it is printed
+        self._names_by_id: dict[int, str] = {}
 
     def print_ssa_value(self, value: SSAValue) -> str:
         if self._holes:
             self.parts.append(value)
             return "?"
-        return super().print_ssa_value(value)
+        name = super().print_ssa_value(value)
+        self._names_by_id[id(value)] = "%" + name
+        return name
 
     def print_op(self, op: Operation) -> None:
         if (
@@ -88,15 +93,20 @@ class _ListPrinter(Printer):
         attributes, properties = op.attributes, op.properties
         # first by identity (the attribute and type objects are shared between ops of a
         # kind, and all of them live as long as the module), then by value
+        # (one flat tuple: names are strings, identities ints, None separates the groups)
         id_key = (
             type(op),
-            tuple(attributes),
-            tuple(map(id, attributes.values())),
-            tuple(properties),
-            tuple(map(id, properties.values())),
-            tuple([id(v.type) for v in operands]),
-            tuple([id(r.type) for r in results]),
-            len({id(v) for v in operands}),  # < len(operands) when a value is used twice
+            *attributes,
+            *map(id, attributes.values()),
+            None,
+            *properties,
+            *map(id, properties.values()),
+            None,
+            *[id(v.type) for v in operands],
+            None,
+            *[id(r.type) for r in results],
+            # < len(operands) when a value is used twice
+            len(operands) if len(operands) < 2 else len({id(v) for v in operands}),
         )
         template = self._by_identity.get(id_key, False)
         if template is False:
@@ -109,19 +119,19 @@ class _ListPrinter(Printer):
             for i, r in enumerate(results):
                 if i:
                     parts.append(", ")
-                Printer.print_ssa_value(self, r)
+                self.print_ssa_value(r)
             parts.append(" = ")
-        names = self._ssa_values
+        names = self._names_by_id
         for part in template:
             if type(part) is str:
                 parts.append(part)
             else:
                 value = operands[part]
-                name = names.get(value)
+                name = names.get(id(value))
                 if name is None:
-                    Printer.print_ssa_value(self, value)
+                    self.print_ssa_value(value)
                 else:
-                    parts.append("%" + name)
+                    parts.append(name)
 
     def _lookup(self, op: Operation) -> list[str | int] | None:
         """The template of `op`'s kind (by value), made on first use."""
