@@ -43,8 +43,14 @@ def test_module_text_matches_xdsl_on_awkward_ops():
     b.const(False, i1)
     b.const(3, INDEX)
     b.generic("arith.remf", [x, y], f64)
-    b.generic("arith.remf", [x, x], f64)  # one value twice: no template
+    b.generic("arith.remf", [x, x], f64)  # one value twice
     b.generic("arith.remf", [y, x], f64)
+    b.generic("arith.remf", [y, y], f64)
+    # same number of distinct operands, used twice in different places
+    i, j = b.index(0), b.index(1)
+    cube = b.alloca(memref_type((2, 2, 2), np.dtype(np.float64)))
+    for ids in ([i, j, i], [i, i, j], [j, i, i], [j, j, j], [i, j, i], [j, i, j]):
+        b.load(cube, ids)
     b.insert(generic_op("quantum.gate", [x, b.const(0, i64)], [], {}))
     b.store(x, block.args[0], [b.index(1)])
     b.insert(func.ReturnOp())

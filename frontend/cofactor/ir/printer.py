@@ -105,8 +105,7 @@ class _ListPrinter(Printer):
             *[id(v.type) for v in operands],
             None,
             *[id(r.type) for r in results],
-            # < len(operands) when a value is used twice
-            len(operands) if len(operands) < 2 else len({id(v) for v in operands}),
+            _operand_pattern(operands),
         )
         template = self._by_identity.get(id_key, False)
         if template is False:
@@ -143,7 +142,7 @@ class _ListPrinter(Printer):
                 tuple(r.type for r in op.results),
                 tuple(op.attributes.items()),
                 tuple(op.properties.items()),
-                len(set(operands)),
+                _operand_pattern(operands),
             )
             template = self._templates.get(key, False)
         except TypeError:  # an unhashable attribute
@@ -155,11 +154,10 @@ class _ListPrinter(Printer):
         return template
 
     def _template(self, op: Operation) -> list[str | int] | None:
-        """The text of `op` after its result names: strings and operand positions; None when
-        it does not fit a template (a value used twice, text over several lines)."""
+        """The text of `op` after its result names: strings and operand positions (a value
+        used twice: the position of its first use, as `_operand_pattern` keys it); None when
+        it does not fit a template (text over several lines)."""
         operands = list(op.operands)
-        if len(set(operands)) != len(operands):
-            return None
         outer, self.parts = self.parts, []
         self._holes = True
         try:
@@ -220,6 +218,18 @@ class _ListPrinter(Printer):
                 self._attr_text[attribute] = text
         self._current_column += len(text)
         self.parts.append(text)
+
+
+def _operand_pattern(operands: Any) -> int | tuple[int, ...]:
+    """Which operands are the same value: their number when all differ, else for each
+    operand the position of the value's first use (`memref.load %m[%i, %j, %i]`)."""
+    n = len(operands)
+    if n < 2:
+        return n
+    ids = [id(v) for v in operands]
+    if len(set(ids)) == n:
+        return n
+    return tuple([ids.index(i) for i in ids])
 
 
 class _Sink:
