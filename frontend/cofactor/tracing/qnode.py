@@ -46,7 +46,7 @@ from cofactor.tracing.observables import NAMED_OBSERVABLES  # noqa: F401 (re-exp
 from cofactor.tracing.observables import complex_matrix_memref as _complex_matrix_memref
 from cofactor.tracing.observables import depends_on_arguments as _depends_on_arguments
 from cofactor.tracing.observables import f64_value as _f64
-from cofactor.tracing.tracer import BOOL, COMPLEX, FLOAT, INT, Scalar, Tracer
+from cofactor.tracing.tracer import BOOL, COMPLEX, FLOAT, INT, Scalar, Tracer, is_operator
 
 SUPPORTED_DEVICES = ("default.qubit", "lightning.qubit")
 SKIPPED_OPS = ("Identity", "Barrier", "Snapshot")
@@ -153,7 +153,7 @@ class QuantumScope:
         queue = self.queues[-1]
         items = list(queue.queue)
         queue.clear()
-        ops = [o for o in items if isinstance(o, qml.operation.Operator)]
+        ops = [o for o in items if is_operator(o)]
         measurements = [m for m in items if isinstance(m, MeasurementProcess)]
         # (semantics) TemporaryAND with traced control values: run-time flips around it
         from cofactor.api_extensions.hybrid import expand_traced_control_values
