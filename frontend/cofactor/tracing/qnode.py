@@ -188,8 +188,8 @@ class QuantumScope:
             return self.emit_operation(op.base, not adjoint, ctrl)
         if (
             kind is qml.ops.Controlled
+            and name not in runtime_gates()  # (CNOT, CZ, Toffoli, ...: one gate)
             and _directly_emittable(op.base)
-            and op.name not in runtime_gates()
         ):
             wires = [*ctrl[0], *op.control_wires]
             values = [*ctrl[1], *[int(bool(v)) for v in op.control_values]]
