@@ -242,3 +242,15 @@ def test_module_text_stays_exact_when_its_caches_carry_over_between_modules():
     for values in ([0, 1, 2], [2, 0, 5, 1], [0, 1, 2]):
         m = module(values)
         assert module_text(m) == str(m)
+
+    # past the shared caches' bounds, new templates and texts serve one module only
+    from cofactor.ir import printer
+
+    saved = printer._TEMPLATES_LIMIT, printer._ATTR_TEXT_LIMIT
+    printer._TEMPLATES_LIMIT = printer._ATTR_TEXT_LIMIT = 0
+    try:
+        for values in ([7, 8, 9, 7], [9, 11, 3]):
+            m = module(values)
+            assert module_text(m) == str(m)
+    finally:
+        printer._TEMPLATES_LIMIT, printer._ATTR_TEXT_LIMIT = saved

@@ -48,11 +48,13 @@ _PURE_ATTRIBUTES = (
 
 #: Texts of pure attributes, and templates of op kinds (keyed by the values their text
 #: depends on, `_ListPrinter._lookup`), kept from one module to the next: a process that
-#: traces several functions (or signatures) prints the same kinds of ops again. Bounded;
-#: past the bound, new entries are used for one module only.
+#: traces several functions (or signatures) prints the same kinds of ops again. Bounded (a
+#: constant is a kind of its own: a few MB at most); past the bound, new entries are kept
+#: for the module being printed only.
 _ATTR_TEXT: dict[Attribute, str] = {}
 _TEMPLATES: dict[tuple, list[str | int] | None] = {}
-_SHARED_LIMIT = 50_000
+_ATTR_TEXT_LIMIT = 20_000
+_TEMPLATES_LIMIT = 5_000
 
 
 class _ListPrinter(Printer):
@@ -65,6 +67,8 @@ class _ListPrinter(Printer):
         # their keys' values, see _TEMPLATES)
         self._attr_text = _ATTR_TEXT
         self._templates = _TEMPLATES
+        self._own_attr_text: dict[Attribute, str] = {}  # (past the shared caches' bounds)
+        self._own_templates: dict[tuple, list[str | int] | None] = {}
         self._by_identity: dict[tuple, list[str | int] | None] = {}
         self._holes = False  # while printing a template: SSA values become holes
         # id(value) -> "%name", beside xDSL's own map (whose key, the value, hashes in
@@ -145,12 +149,16 @@ class _ListPrinter(Printer):
                 _operand_pattern(operands),
             )
             template = self._templates.get(key, False)
+            if template is False:
+                template = self._own_templates.get(key, False)
         except TypeError:  # an unhashable attribute
             return None
         if template is False:
             template = self._template(op)
-            if len(self._templates) < _SHARED_LIMIT:
+            if len(self._templates) < _TEMPLATES_LIMIT:
                 self._templates[key] = template
+            else:
+                self._own_templates[key] = template
         return template
 
     def _template(self, op: Operation) -> list[str | int] | None:
@@ -208,14 +216,16 @@ class _ListPrinter(Printer):
         if not isinstance(attribute, _PURE_ATTRIBUTES):
             super().print_attribute(attribute)
             return
-        text = self._attr_text.get(attribute)
+        text = self._attr_text.get(attribute) or self._own_attr_text.get(attribute)
         if text is None:
             outer, self.parts = self.parts, []
             super().print_attribute(attribute)
             text = "".join(self.parts)
             self.parts = outer
-            if len(self._attr_text) < _SHARED_LIMIT:
+            if len(self._attr_text) < _ATTR_TEXT_LIMIT:
                 self._attr_text[attribute] = text
+            else:
+                self._own_attr_text[attribute] = text
         self._current_column += len(text)
         self.parts.append(text)
 
