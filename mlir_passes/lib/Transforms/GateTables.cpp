@@ -28,6 +28,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/MathExtras.h"
@@ -95,7 +96,11 @@ public:
   /// Decided for every run before any is emitted, so that the ops between a
   /// run's loads and its last gate are still the program's ops (gates of other
   /// runs, not yet their calls and buffer stores).
-  static Source findDirectSource(ArrayRef<Operation *> run);
+  /// `lastWriter` maps each op of the run's block to the last op at or before
+  /// it that may write memory (null when none).
+  static Source
+  findDirectSource(ArrayRef<Operation *> run,
+                   const DenseMap<Operation *, Operation *> &lastWriter);
   void emit(ArrayRef<Operation *> run, Source source);
 
 private:
@@ -200,7 +205,9 @@ void TableBuilder::appendRecord(OpT op, int64_t kind, int64_t numParams,
 /// constant indices, each gate's parameters at consecutive linear indices, and
 /// nothing between the first of these loads and the run's last gate may write
 /// memory (so the call reads the values the loads read).
-TableBuilder::Source TableBuilder::findDirectSource(ArrayRef<Operation *> run) {
+TableBuilder::Source TableBuilder::findDirectSource(
+    ArrayRef<Operation *> run,
+    const DenseMap<Operation *, Operation *> &lastWriter) {
   Source none;
   DenseMap<Value, int64_t> directIndex;
   Block *block = run.back()->getBlock();
@@ -231,10 +238,11 @@ TableBuilder::Source TableBuilder::findDirectSource(ArrayRef<Operation *> run) {
   }
   if (!any)
     return none;
-  llvm::SmallPtrSet<Operation *, 16> gates(run.begin(), run.end());
-  for (Operation *op = earliest; op != run.back(); op = op->getNextNode())
-    if (!gates.contains(op) && !cannotWriteMemory(op))
-      return none;
+  // (Looked up, not scanned: the loads of every run often sit at the top of
+  // the function, and a scan per run would be quadratic in the gates.)
+  Operation *writer = lastWriter.lookup(run.back());
+  if (writer && (writer == earliest || earliest->isBeforeInBlock(writer)))
+    return none;
   return Source{source, std::move(directIndex)};
 }
 
@@ -341,9 +349,21 @@ void cofactor::lowerGateRunsToTables(ModuleOp module,
     }
     flush();
   });
+  DenseMap<Operation *, Operation *> lastWriter;
+  DenseSet<Block *> indexed;
   SmallVector<TableBuilder::Source> sources;
-  for (ArrayRef<Operation *> run : runs)
-    sources.push_back(TableBuilder::findDirectSource(run));
+  for (ArrayRef<Operation *> run : runs) {
+    Block *block = run.back()->getBlock();
+    if (indexed.insert(block).second) {
+      Operation *writer = nullptr;
+      for (Operation &op : *block) {
+        if (!cannotWriteMemory(&op))
+          writer = &op;
+        lastWriter[&op] = writer;
+      }
+    }
+    sources.push_back(TableBuilder::findDirectSource(run, lastWriter));
+  }
   TableBuilder builder(module, llvmTypes, stackArrays);
   for (auto it : llvm::zip(runs, sources))
     builder.emit(std::get<0>(it), std::move(std::get<1>(it)));
