@@ -1,6 +1,7 @@
 //===- Optimize.cpp - LLVM IR optimization with Enzyme, as opt ------------===//
 #include "Stages.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/LLVMContext.h"
@@ -39,6 +40,28 @@ struct CollectErrors : llvm::DiagnosticHandler {
     return true;
   }
 };
+
+/// A compiled function is called through its C interface, `_mlir_ciface_<name>` (the
+/// launcher), or by its name (tests, C callers). When the module has such entry
+/// points, every other function it defines becomes internal before O2: what nothing
+/// calls any more (the primal that Enzyme differentiated, a QNode inlined into its
+/// caller) is deleted instead of optimized and compiled, and a function called once is
+/// inlined without keeping its body. A module without them keeps its symbols.
+void internalizeAllButEntryPoints(llvm::Module &module) {
+  constexpr llvm::StringLiteral prefix = "_mlir_ciface_";
+  llvm::StringSet<> entries;
+  for (const llvm::Function &function : module)
+    if (!function.isDeclaration() && function.getName().startswith(prefix)) {
+      entries.insert(function.getName());
+      entries.insert(function.getName().drop_front(prefix.size()));
+    }
+  if (entries.empty())
+    return;
+  for (llvm::Function &function : module)
+    if (!function.isDeclaration() && function.hasExternalLinkage() &&
+        !entries.contains(function.getName()))
+      function.setLinkage(llvm::GlobalValue::InternalLinkage);
+}
 
 } // namespace
 
@@ -127,6 +150,10 @@ bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error
   elements.back().addPass(llvm::VerifierPass());
   for (llvm::ModulePassManager &passes : elements) {
     auto start = std::chrono::steady_clock::now();
+    // Before the last element (O2), after Enzyme, which has replaced the calls that
+    // name the functions it differentiates.
+    if (&passes == &elements.back())
+      internalizeAllButEntryPoints(module);
     passes.run(module, mam);
     if (elementMs)
       elementMs->push_back(std::chrono::duration<double, std::milli>(
