@@ -1,8 +1,8 @@
 //===- CodeGen.cpp - object code for the host, as llc ---------------------===//
 #include "Stages.h"
 
-#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/Triple.h"
 #include "llvm/Analysis/AssumptionCache.h"
 #include "llvm/Analysis/LoopInfo.h"
@@ -138,8 +138,8 @@ bool emitObject(llvm::Module &module, llvm::SmallVectorImpl<char> &object,
   initializeCodeGen();
 
   // What llc does for a module without a triple: the default triple, the generic CPU
-  // (no -mcpu), -O2 (-O0 for a module whose loops all call the runtime, see
-  // onlyRuntimeBoundLoops), position-independent code for the shared library.
+  // (no -mcpu), -O2 (-O0 for a module whose loops all call the runtime or are short,
+  // see onlyRuntimeBoundLoops), position-independent code for the shared library.
   std::string triple = module.getTargetTriple();
   if (triple.empty())
     triple = llvm::sys::getDefaultTargetTriple();
