@@ -1,13 +1,8 @@
 //===- CodeGen.cpp - object code for the host, as llc ---------------------===//
 #include "Stages.h"
 
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
-#include "llvm/ADT/Triple.h"
-#include "llvm/Analysis/AssumptionCache.h"
 #include "llvm/Analysis/LoopInfo.h"
-#include "llvm/Analysis/ScalarEvolution.h"
-#include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -74,61 +69,47 @@ private:
   llvm::SmallPtrSet<const llvm::Function *, 16> found;
 };
 
-/// At most this many iterations of classical code between runtime calls (a loop that
-/// accumulates a VJP over the gate parameters, a small array update in a descent step)
-/// still count as runtime-bound.
-constexpr uint64_t kSmallLoopIterations = 4096;
-
-/// True when every loop of the module either calls the runtime in each iteration (a
-/// gradient-descent step, a loop of gates) or runs few iterations (kSmallLoopIterations,
-/// counting those of the enclosing loops up to one that calls the runtime) whose count is
-/// known: such code spends its time in the runtime, so how well the loop itself is
-/// compiled does not show, and neither does the code outside loops, which runs once per
-/// call. Code generation then runs at -O0 (fast instruction selection and register
-/// allocation: a third of -O2's time). A longer or unbounded loop of classical arithmetic
-/// (a matrix product, Enzyme's reverse pass) keeps -O2.
-bool onlyRuntimeBoundLoops(llvm::Module &module) {
-  QuantumFunctions quantum(module);
-  llvm::TargetLibraryInfoImpl libraryInfoImpl(llvm::Triple(module.getTargetTriple()));
-  llvm::TargetLibraryInfo libraryInfo(libraryInfoImpl);
-  for (llvm::Function &function : module) {
-    if (function.isDeclaration())
-      continue;
-    llvm::DominatorTree dominators(function);
-    llvm::LoopInfo loops(dominators);
-    if (loops.empty())
-      continue;
-    llvm::AssumptionCache assumptions(function);
-    llvm::ScalarEvolution evolution(function, libraryInfo, assumptions, dominators, loops);
-    // The classical iterations of each loop: its own times its parent's, unless the
-    // parent calls the runtime (0 when unknown or too many). Parents come first.
-    llvm::DenseMap<const llvm::Loop *, uint64_t> classical;
-    for (llvm::Loop *loop : loops.getLoopsInPreorder()) {
-      // A block that calls the runtime and runs in every iteration: it dominates each
-      // block that branches back to the header.
-      llvm::SmallVector<llvm::BasicBlock *, 4> latches;
-      loop->getLoopLatches(latches);
-      bool callsRuntime = llvm::any_of(loop->blocks(), [&](llvm::BasicBlock *block) {
-        return llvm::all_of(latches,
-                            [&](llvm::BasicBlock *latch) {
-                              return dominators.dominates(block, latch);
-                            }) &&
-               llvm::any_of(*block, [&](llvm::Instruction &instruction) {
-                 return quantum.isQuantumCall(instruction);
-               });
-      });
-      if (callsRuntime) {
-        classical[loop] = 1;
-        continue;
-      }
-      uint64_t outer = loop->getParentLoop() ? classical.lookup(loop->getParentLoop()) : 1;
-      uint64_t trips = evolution.getSmallConstantMaxTripCount(loop);
-      if (outer == 0 || trips == 0 || trips > kSmallLoopIterations / outer)
-        return false;
-      classical[loop] = outer * trips;
-    }
+/// True when every loop of `function` calls the runtime in each iteration (a
+/// gradient-descent step, a loop of gates), so that its time is spent in the runtime:
+/// how well the loop itself is compiled does not show, and neither does the code
+/// outside loops, which runs once per call. A loop of classical arithmetic, however
+/// short (a VJP accumulated over the gate parameters, the update of a descent step, a
+/// matrix product, Enzyme's reverse pass), keeps -O2: with such loops of at most 4,096
+/// iterations at -O0 too, the 50 descent steps over StronglyEntanglingLayers on 4 wires
+/// (benchmark section 4) seemed 3-8% slower (the fastest of 300 calls, under load).
+bool onlyRuntimeBoundLoops(llvm::Function &function, const QuantumFunctions &quantum) {
+  llvm::DominatorTree dominators(function);
+  llvm::LoopInfo loops(dominators);
+  for (llvm::Loop *loop : loops.getLoopsInPreorder()) {
+    // A block that calls the runtime and runs in every iteration: it dominates each
+    // block that branches back to the header.
+    llvm::SmallVector<llvm::BasicBlock *, 4> latches;
+    loop->getLoopLatches(latches);
+    bool callsRuntime = llvm::any_of(loop->blocks(), [&](llvm::BasicBlock *block) {
+      return llvm::all_of(latches,
+                          [&](llvm::BasicBlock *latch) {
+                            return dominators.dominates(block, latch);
+                          }) &&
+             llvm::any_of(*block, [&](llvm::Instruction &instruction) {
+               return quantum.isQuantumCall(instruction);
+             });
+    });
+    if (!callsRuntime)
+      return false;
   }
   return true;
+}
+
+/// The optimization level of code generation: -O0 (fast instruction selection and
+/// register allocation: a third of -O2's time) when every function of the module only
+/// waits on the runtime (onlyRuntimeBoundLoops), else -O2. (Marking just those
+/// functions `optnone` in a module that keeps -O2 saved nothing measurable.)
+llvm::CodeGenOpt::Level chooseLevel(llvm::Module &module) {
+  QuantumFunctions quantum(module);
+  for (llvm::Function &function : module)
+    if (!function.isDeclaration() && !onlyRuntimeBoundLoops(function, quantum))
+      return llvm::CodeGenOpt::Default;
+  return llvm::CodeGenOpt::None;
 }
 
 } // namespace
@@ -138,17 +119,15 @@ bool emitObject(llvm::Module &module, llvm::SmallVectorImpl<char> &object,
   initializeCodeGen();
 
   // What llc does for a module without a triple: the default triple, the generic CPU
-  // (no -mcpu), -O2 (-O0 for a module whose loops all call the runtime or are short,
-  // see onlyRuntimeBoundLoops), position-independent code for the shared library.
+  // (no -mcpu), -O2 (-O0 for code that only waits on the runtime, see chooseLevel),
+  // position-independent code for the shared library.
   std::string triple = module.getTargetTriple();
   if (triple.empty())
     triple = llvm::sys::getDefaultTargetTriple();
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return false;
-  llvm::CodeGenOpt::Level level = onlyRuntimeBoundLoops(module)
-                                      ? llvm::CodeGenOpt::None
-                                      : llvm::CodeGenOpt::Default;
+  llvm::CodeGenOpt::Level level = chooseLevel(module);
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, /*CPU=*/"", /*Features=*/"", llvm::TargetOptions(), llvm::Reloc::PIC_,
       llvm::None, level));
