@@ -231,7 +231,15 @@ def render(k: dict) -> str:
     if "error" in k:
         return f"## kernels: n/a ({k['error']})"
     threads = k.get("default_threads", "?")
-    header = ["", "1 thread", "/bound", f"{threads} threads", "/bound", "lines", "bound"]
+    header = [
+        "",
+        "1 thread (CPU)",
+        "/bound",
+        f"{threads} threads (wall)",
+        "/bound",
+        "lines",
+        "bound",
+    ]
     rows, notes = [], []
     for n, per_n in k.get("sizes", {}).items():
         for label, e in per_n["kernels"].items():
