@@ -51,7 +51,7 @@ CONFIG = {
         "kernel_rounds": 5,
         "adjoint_n": 20,
         "contention_n": [12, 16, 20],
-        "contention_rounds": 5,
+        "contention_rounds": 9,
         "contention_max_total_s": 6.0,
         "scale_sizes": scale.SIZES["quick"],
         "scale_cap_s": 60.0,
