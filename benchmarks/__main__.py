@@ -2,7 +2,7 @@
 
     python -m benchmarks [--quick] [--only SECTION[,SECTION...]] [--threads N]
 
-Sections: compile, percall, sel, loop, gates, contention, scale, fusion (see
+Sections: compile, percall, sel, loop, gates, kernels, contention, scale, fusion (see
 benchmarks/README.md). Prints a table, writes benchmarks/results/latest.json and
 benchmarks/results/latest.png. Run it with the cofactor venv's interpreter; the peers run in
 <repo>/.venv-peers, created on demand.
@@ -17,10 +17,20 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import contention, env, report, scale
+from benchmarks import contention, env, kernels, report, scale
 from benchmarks.programs import SEL_LAYERS, SYSTEM_LABELS, SYSTEM_VENV, SYSTEMS
 
-SECTIONS = ("compile", "percall", "sel", "loop", "gates", "contention", "scale", "fusion")
+SECTIONS = (
+    "compile",
+    "percall",
+    "sel",
+    "loop",
+    "gates",
+    "kernels",
+    "contention",
+    "scale",
+    "fusion",
+)
 RESULTS = Path(__file__).resolve().parent / "results"
 
 # Sizes and repetitions. Every measurement process also has a timeout; a timeout is
@@ -37,9 +47,11 @@ CONFIG = {
         "loop_batches": 3,
         "gate_n": [22],
         "gate_rounds": 3,
+        "kernel_n": [22],
+        "kernel_rounds": 5,
         "adjoint_n": 20,
         "contention_n": [12, 16, 20],
-        "contention_rounds": 5,
+        "contention_rounds": 9,
         "contention_max_total_s": 6.0,
         "scale_sizes": scale.SIZES["quick"],
         "scale_cap_s": 60.0,
@@ -58,6 +70,8 @@ CONFIG = {
         "loop_batches": 3,
         "gate_n": [20, 22, 24],
         "gate_rounds": 5,
+        "kernel_n": [22, 24],
+        "kernel_rounds": 7,
         "adjoint_n": 20,
         "contention_n": [10, 12, 14, 16, 18, 20, 22, 24],
         "contention_rounds": 7,
@@ -296,6 +310,9 @@ class Runner:
                 "gates": gates,
             }
         return {"sizes": sizes, "adjoint": r.get("adjoint")}
+
+    def kernels(self) -> dict:
+        return kernels.run_section(self)
 
     def contention(self) -> dict:
         return contention.run_section(self)

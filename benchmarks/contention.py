@@ -210,6 +210,10 @@ def _summarise(system: str, r: dict) -> dict:
     for m in MODES:
         res[f"cofactor {m}"] = {**report.stats(r[f"{m}_s"]), "value": r.get("value")}
     res["cofactor default"]["threads"] = r.get("default_threads")
+    # default over one thread per round: the two batches of a round run back to back, so the
+    # load's drift (minutes-long on a shared machine) cancels in their ratio
+    pairs = zip(r["default_s"], r["one_s"], strict=False)
+    res["paired"] = report.stats([d / o for d, o in pairs if o > 0])
     return res
 
 
@@ -229,7 +233,7 @@ def render(c: dict) -> str:
                     f"{load:<4} {key}",
                     report.fmt_entry(d),
                     report.fmt_entry(one),
-                    report.fmt_ratio(report.ratio(d, one)),
+                    report.fmt_ratio(_default_over_one(e)),
                     report.fmt_entry(cat),
                     report.fmt_ratio(report.ratio(d, cat)),
                 ]
@@ -239,7 +243,8 @@ def render(c: dict) -> str:
                     notes.append(f"{name}, {load} {key}: n/a ({x['error']})")
     title = (
         f"6. contention: time per call beside 0 (idle), 1 (one) and {c.get('cpus', '?')} (all) "
-        f"busy processes; cofactor default = {threads or '?'} threads"
+        f"busy processes; cofactor default = {threads or '?'} threads; default/1t = median "
+        "over rounds of the two modes' back-to-back batches"
     )
     return report.render_rows(title, header, rows, notes)
 
@@ -286,6 +291,11 @@ def goals(c: dict | None) -> list[dict]:
 
 
 def _default_over_one(e: dict) -> float | None:
+    """The median over rounds of default / one thread (paired), else the ratio of medians
+    (results from before the pairing)."""
+    paired = report.median(e.get("paired"))
+    if paired is not None:
+        return paired
     return report.ratio(e.get("cofactor default"), e.get("cofactor one"))
 
 

@@ -405,6 +405,10 @@ def goals(res: dict) -> list[dict]:
                 f"gate's fastest run instead: geometric mean {_gmean(best):.2f}x (the bound is "
                 "the best bandwidth seen, the machine is shared)",
             )
+    if "kernels" in res:
+        from benchmarks import kernels  # imports this module
+
+        out += kernels.goals(res["kernels"])
     if "contention" in res:
         from benchmarks import contention  # imports this module
 
@@ -516,6 +520,10 @@ def render(res: dict) -> str:
     ]
     parts = ["\n".join(head)]
     parts += [t.render() for t in build_tables(res)]
+    if "kernels" in res:
+        from benchmarks import kernels  # imports this module
+
+        parts.append(kernels.render(res["kernels"]))
     if "contention" in res:
         from benchmarks import contention  # imports this module
 

@@ -219,6 +219,10 @@ def main() -> None:
             from benchmarks import contention
 
             result = contention.task_contention(spec)
+        elif spec["task"] == "kernels":
+            from benchmarks import kernels
+
+            result = kernels.task_kernels(spec)
         elif spec["task"] == "scale":
             from benchmarks import scale
 

@@ -1,6 +1,10 @@
 //===- CodeGen.cpp - object code for the host, as llc ---------------------===//
 #include "Stages.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/Instructions.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -29,21 +33,104 @@ void initializeCodeGen() {
   (void)initialized;
 }
 
+namespace {
+
+/// Whether a call goes to the runtime (`cf_rt_*`) or to a function of the module that
+/// does, directly or through other such functions.
+class QuantumFunctions {
+public:
+  explicit QuantumFunctions(llvm::Module &module) {
+    for (llvm::Function &function : module)
+      if (function.getName().startswith("cf_rt_"))
+        found.insert(&function);
+    // Callers of what was found, until nothing changes (the modules are small, and a
+    // round is one pass over their calls).
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (llvm::Function &function : module)
+        if (!found.contains(&function) && callsAny(function))
+          changed = found.insert(&function).second;
+    }
+  }
+  bool isQuantumCall(const llvm::Instruction &instruction) const {
+    auto *call = llvm::dyn_cast<llvm::CallBase>(&instruction);
+    return call && call->getCalledFunction() &&
+           found.contains(call->getCalledFunction());
+  }
+
+private:
+  bool callsAny(llvm::Function &function) const {
+    for (llvm::BasicBlock &block : function)
+      for (llvm::Instruction &instruction : block)
+        if (isQuantumCall(instruction))
+          return true;
+    return false;
+  }
+  llvm::SmallPtrSet<const llvm::Function *, 16> found;
+};
+
+/// True when every loop of `function` calls the runtime in each iteration (a
+/// gradient-descent step, a loop of gates), so that its time is spent in the runtime:
+/// how well the loop itself is compiled does not show, and neither does the code
+/// outside loops, which runs once per call. A loop of classical arithmetic, however
+/// short (a VJP accumulated over the gate parameters, the update of a descent step, a
+/// matrix product, Enzyme's reverse pass), keeps -O2: with such loops of at most 4,096
+/// iterations at -O0 too, the 50 descent steps over StronglyEntanglingLayers on 4 wires
+/// (benchmark section 4) seemed 3-8% slower (the fastest of 300 calls, under load).
+bool onlyRuntimeBoundLoops(llvm::Function &function, const QuantumFunctions &quantum) {
+  llvm::DominatorTree dominators(function);
+  llvm::LoopInfo loops(dominators);
+  for (llvm::Loop *loop : loops.getLoopsInPreorder()) {
+    // A block that calls the runtime and runs in every iteration: it dominates each
+    // block that branches back to the header.
+    llvm::SmallVector<llvm::BasicBlock *, 4> latches;
+    loop->getLoopLatches(latches);
+    bool callsRuntime = llvm::any_of(loop->blocks(), [&](llvm::BasicBlock *block) {
+      return llvm::all_of(latches,
+                          [&](llvm::BasicBlock *latch) {
+                            return dominators.dominates(block, latch);
+                          }) &&
+             llvm::any_of(*block, [&](llvm::Instruction &instruction) {
+               return quantum.isQuantumCall(instruction);
+             });
+    });
+    if (!callsRuntime)
+      return false;
+  }
+  return true;
+}
+
+/// The optimization level of code generation: -O0 (fast instruction selection and
+/// register allocation: a third of -O2's time) when every function of the module only
+/// waits on the runtime (onlyRuntimeBoundLoops), else -O2. (Marking just those
+/// functions `optnone` in a module that keeps -O2 saved nothing measurable.)
+llvm::CodeGenOpt::Level chooseLevel(llvm::Module &module) {
+  QuantumFunctions quantum(module);
+  for (llvm::Function &function : module)
+    if (!function.isDeclaration() && !onlyRuntimeBoundLoops(function, quantum))
+      return llvm::CodeGenOpt::Default;
+  return llvm::CodeGenOpt::None;
+}
+
+} // namespace
+
 bool emitObject(llvm::Module &module, llvm::SmallVectorImpl<char> &object,
                 std::string &error) {
   initializeCodeGen();
 
   // What llc does for a module without a triple: the default triple, the generic CPU
-  // (no -mcpu), -O2, position-independent code for the shared library.
+  // (no -mcpu), -O2 (-O0 for code that only waits on the runtime, see chooseLevel),
+  // position-independent code for the shared library.
   std::string triple = module.getTargetTriple();
   if (triple.empty())
     triple = llvm::sys::getDefaultTargetTriple();
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return false;
+  llvm::CodeGenOpt::Level level = chooseLevel(module);
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, /*CPU=*/"", /*Features=*/"", llvm::TargetOptions(), llvm::Reloc::PIC_,
-      llvm::None, llvm::CodeGenOpt::Default));
+      llvm::None, level));
   if (!machine) {
     error = "error: no target machine for " + triple;
     return false;

@@ -184,3 +184,36 @@ def test_a_crash_inside_llvm_does_not_end_python(tmp_path, stage):
     assert lines["warned"] == "True"
     assert lines["library_used"] == "False"  # the rest of the process uses the tools
     assert float(lines["after"]) == 3.0
+
+
+def _defined(llvm_ir: str) -> set[str]:
+    return {
+        line.split("@", 1)[1].split("(", 1)[0]
+        for line in llvm_ir.splitlines()
+        if line.startswith("define")
+    }
+
+
+def test_primal_differentiated_by_enzyme_is_dropped_before_o2(monkeypatch):
+    """After Enzyme the primal is no longer called: the driver deletes it before O2 (it was
+    optimized and compiled for nothing); the entry points stay, and the gradient is right."""
+    monkeypatch.setenv(compiler.PIPELINE_ENV, "inprocess")
+    monkeypatch.setenv("COFACTOR_DISABLE_CACHE", "1")
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, 6)
+    w = rng.uniform(-1, 1, (6, 6))
+
+    def loss(w):
+        return np.sum(np.tanh(w @ x) ** 2)
+
+    g = cofactor.qjit(cofactor.grad(loss))
+    t = np.tanh(w @ x)
+    np.testing.assert_allclose(g(w), np.outer(2 * t * (1 - t**2), x), rtol=1e-12, atol=1e-14)
+    lib = g._last.library
+    before, after = _defined(lib.stage("llvmir")), _defined(lib.stage("llvmir_opt"))
+    entries = {name for name in before if name.startswith("_mlir_ciface_")}
+    assert entries and entries <= after
+    assert {name.removeprefix("_mlir_ciface_") for name in entries} <= after
+    # the primal (called only by __enzyme_autodiff before Enzyme) is gone
+    primals = {name for name in before if "loss" in name} - after
+    assert primals, (sorted(before), sorted(after))

@@ -1,6 +1,8 @@
 """cofactor: a just-in-time compiler for hybrid quantum-classical Python programs."""
 
 # First: load the in-process compiler in the background while the rest (PennyLane) imports.
+import importlib as _importlib
+
 from cofactor import native_compiler
 
 native_compiler.preload()
@@ -29,6 +31,26 @@ from cofactor.errors import (  # noqa: E402
     RuntimeExecutionError,
 )
 from cofactor.jit import QJIT, ShapeDtype, qjit  # noqa: E402
+
+# What the first compilation of every process needs (the tracer's QNode, mid-circuit and
+# numpy entry points, the driver, the disk cache, the runtime's loader) is imported with
+# cofactor, not at the first call: a few milliseconds of the import (whose total is
+# PennyLane's two seconds), which the first call, even one served by the disk cache, would
+# otherwise spend.
+for _module in (
+    "cache",
+    "compiler",
+    "distributed",
+    "runtime_lib",
+    "tracing.circuit_call",
+    "tracing.gridsynth",
+    "tracing.mcm",
+    "tracing.numpy_api",
+    "tracing.numpy_entry",
+    "tracing.transforms",
+):
+    _importlib.import_module(f"cofactor.{_module}")
+del _module
 
 __version__ = "0.1.0"
 

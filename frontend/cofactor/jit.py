@@ -51,7 +51,7 @@ from cofactor.signature import (
 )
 from cofactor.tracing import context, interrupts, pytree
 from cofactor.tracing.numpy_rules import as_tracer, store_tracer
-from cofactor.tracing.tracer import Tracer
+from cofactor.tracing.tracer import Tracer, is_operator
 
 __all__ = ["QJIT", "ShapeDtype", "qjit"]
 
@@ -419,9 +419,7 @@ def _has_operator(value: Any) -> bool:
         return any(_has_operator(v) for v in value)
     if isinstance(value, dict):
         return any(_has_operator(v) for v in value.values())
-    import pennylane as qml
-
-    return isinstance(value, qml.operation.Operator)
+    return is_operator(value)
 
 
 def _compile_module(mlir: str, name: str, keep_intermediate: Any) -> Any:

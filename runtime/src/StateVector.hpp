@@ -33,14 +33,16 @@ inline int bitOf(int n, int64_t wire) { return n - 1 - int(wire); }
 
 // States live on 64-byte (cache-line) boundaries. malloc hands out large blocks 16 bytes past
 // a page boundary, so a plain std::vector<cplx> would make every 4-amplitude vector load of
-// the kernels straddle two cache lines.
+// the kernels straddle two cache lines. Buffers of 4 MiB and more are also 2 MiB-aligned and
+// asked to live on transparent huge pages (StateVector.cpp, allocateState).
+void *allocateState(size_t bytes);
+void freeState(void *p, size_t bytes);
 template <class T> struct CacheLineAllocator {
     using value_type = T;
-    static constexpr std::align_val_t kAlign{64};
     CacheLineAllocator() = default;
     template <class U> CacheLineAllocator(const CacheLineAllocator<U> &) {}
-    T *allocate(size_t count) { return static_cast<T *>(::operator new(count * sizeof(T), kAlign)); }
-    void deallocate(T *p, size_t) { ::operator delete(p, kAlign); }
+    T *allocate(size_t count) { return static_cast<T *>(allocateState(count * sizeof(T))); }
+    void deallocate(T *p, size_t count) { freeState(p, count * sizeof(T)); }
     template <class U> bool operator==(const CacheLineAllocator<U> &) const { return true; }
     template <class U> bool operator!=(const CacheLineAllocator<U> &) const { return false; }
 };

@@ -149,34 +149,43 @@ int defaultThreads() {
 // Serial or parallel, decided by measurement. A loop's time is counted with the gap since the
 // previous loop ended (up to kMaxGapNs: the caller's own work between gates, such as the
 // fuser's matrices), because a parallel mode also slows that work down on a busy machine
-// (spinning workers share the process's CPU time) and the loops alone would favour it. Whether a second thread helps depends on the
-// machine's load, and on what the scheduler gives a process: with per-session CPU shares
-// (cgroups) a busy machine gives a process the same CPU time whatever its thread count, and
-// the second thread only adds its overhead. So the pool measures: a probe of kProbeNs of loop
-// time in parallel, then one serial, each yielding amplitudes per second; the faster one
-// (parallel only if it wins by 15%) then holds for kHoldNs of loop time, then the next probe;
-// each consecutive serial win doubles the serial hold (up to about 1 s).
-// A stall (a preempted worker's chunk kept the caller waiting; milliseconds on a busy machine,
-// against microseconds per loop on a small state) switches to serial at once, for a hold of at
-// least 32x the stall. Costs: the losing mode's probe, at most about 6% of the loop time.
+// (spinning workers share the process's CPU time) and the loops alone would favour it.
+// Whether a second thread helps depends on the machine's load, on what the scheduler gives a
+// process (with per-session CPU shares -- cgroups, autogroups -- a busy machine gives a
+// process the same CPU time whatever its thread count, and the second thread only adds its
+// overhead), and on the work per loop (a few tens of microseconds of work do not pay for
+// waking and joining a thread in a virtual machine). So the pool measures: a probe of at least
+// kProbeNs of loop time in parallel, then one serial, each yielding one throughput figure
+// (amplitudes per second) per loop; the faster mode by the MEDIAN of those figures (parallel
+// only if it wins by 15%) then holds for kHoldNs of loop time, then the next probe; each
+// consecutive serial win doubles the serial hold (up to about 1 s). The median, not the
+// total: on a busy machine one preemption (a time slice, milliseconds) lands in one probe and
+// not in the other, and a total over a few milliseconds then picked the mode at random.
+// Two signs that the workers are not being scheduled switch to serial at once, for a hold of
+// at least 32x the time lost: a stall (a preempted worker's chunk kept the caller waiting;
+// milliseconds, against microseconds per loop on a small state), and kIdleLoops parallel
+// loops in a row in which no worker took a chunk (a parallel mode then buys nothing and
+// still pays for the wake-ups). Costs: the losing mode's probe, at most about 6% of the
+// loop time.
 // COFACTOR_POOL_POLICY=parallel skips the measurement (every loop that can run in parallel
 // does): for tests and for measuring the policy itself.
 class Policy {
   public:
+    static constexpr int kIdleLoops = 16;
+
     bool parallelNow() const {
         return always_ || phase_ == ProbeParallel || (phase_ == Hold && holdParallel_);
     }
 
     void record(int64_t ns, double work) {
         ns_ += ns, work_ += work;
-        const int64_t length = phase_ == Hold ? holdNs_ : kProbeNs;
-        if (ns_ < length) return;
-        const double rate = work_ / double(ns_);
+        if (phase_ != Hold && samples_ < kMaxSamples) rates_[samples_++] = work / double(std::max<int64_t>(ns, 1));
+        if (phase_ == Hold ? ns_ < holdNs_ : !probeDone()) return;
         if (phase_ == ProbeParallel) {
-            parallelRate_ = rate;
+            parallelRate_ = medianRate();
             next(ProbeSerial);
         } else if (phase_ == ProbeSerial) {
-            holdParallel_ = parallelRate_ > 1.15 * rate;
+            holdParallel_ = parallelRate_ > 1.15 * medianRate();
             holdNs_ = holdParallel_ ? kHoldNs : serialHoldNs_;
             // serial winning again and again (a machine that stays busy): probe ever less
             // often, up to once per kMaxHoldNs; a parallel win resets that
@@ -187,17 +196,30 @@ class Policy {
         }
     }
 
-    void stalled(int64_t stallNs) {
+    // The workers are not being scheduled: `lostNs` were lost to them (a stall), or kIdleLoops
+    // parallel loops went by without them.
+    void stalled(int64_t lostNs) {
         holdParallel_ = false;
-        holdNs_ = std::max(serialHoldNs_, 32 * stallNs);
+        holdNs_ = std::max(serialHoldNs_, 32 * lostNs);
         serialHoldNs_ = std::min(2 * serialHoldNs_, kMaxHoldNs);
         next(Hold);
     }
 
   private:
     static constexpr int64_t kProbeNs = 4000000, kHoldNs = 64000000, kMaxHoldNs = 1024000000;
+    static constexpr int kMinSamples = 5, kMaxSamples = 64;
     enum Phase { ProbeParallel, ProbeSerial, Hold };
-    void next(Phase p) { phase_ = p, ns_ = 0, work_ = 0; }
+    // a probe lasts kProbeNs and at least kMinSamples loops, or kMaxSamples loops (short
+    // loops: enough for a median), and never more than 4 kProbeNs (long loops)
+    bool probeDone() const {
+        return samples_ >= kMaxSamples || (ns_ >= kProbeNs && samples_ >= kMinSamples) || ns_ >= 4 * kProbeNs;
+    }
+    double medianRate() {
+        if (samples_ == 0) return work_ / double(std::max<int64_t>(ns_, 1));
+        std::nth_element(rates_, rates_ + samples_ / 2, rates_ + samples_);
+        return rates_[samples_ / 2];
+    }
+    void next(Phase p) { phase_ = p, ns_ = 0, work_ = 0, samples_ = 0; }
     Phase phase_ = ProbeParallel;
     bool always_ = [] {
         const char *env = std::getenv("COFACTOR_POOL_POLICY");
@@ -206,6 +228,8 @@ class Policy {
     bool holdParallel_ = false;
     int64_t ns_ = 0, holdNs_ = kHoldNs, serialHoldNs_ = kHoldNs;
     double work_ = 0, parallelRate_ = 0;
+    int samples_ = 0;
+    double rates_[kMaxSamples];
 };
 
 struct Pool {
@@ -222,6 +246,7 @@ struct Pool {
     std::atomic<bool> paused{false}; // the caller runs serially (Policy): workers sleep at once
     Policy policy;                   // guarded by `busy`
     int64_t lastEnd = 0;             // when the previous loop ended (guarded by `busy`)
+    int idleLoops = 0;               // parallel loops in a row that workers took no chunk of
     ChunkFn fn = nullptr; // the current job's; written before `state` is published
     void *ctx = nullptr;
     int chunks = 0;
@@ -355,14 +380,15 @@ std::atomic<Pool *> thePool{nullptr};
 
 // COFACTOR_POOL_STATS=1: counts printed on stderr at exit (diagnostics for the policy).
 struct Stats {
-    std::atomic<uint64_t> parallel{0}, serial{0}, stalls{0}, workerChunks{0}, chunks{0}, stallNs{0};
+    std::atomic<uint64_t> parallel{0}, serial{0}, stalls{0}, idle{0}, workerChunks{0}, chunks{0}, stallNs{0};
     ~Stats() {
         if (!std::getenv("COFACTOR_POOL_STATS")) return;
         std::fprintf(stderr,
                      "cofactor pool: %llu parallel loops (%llu of %llu chunks on workers), %llu stalls (%.1f ms), "
-                     "%llu loops serial by policy\n",
+                     "%llu runs of idle workers, %llu loops serial by policy\n",
                      (unsigned long long)parallel, (unsigned long long)workerChunks, (unsigned long long)chunks,
-                     (unsigned long long)stalls, double(stallNs.load()) * 1e-6, (unsigned long long)serial);
+                     (unsigned long long)stalls, double(stallNs.load()) * 1e-6, (unsigned long long)idle,
+                     (unsigned long long)serial);
     }
 } stats;
 std::mutex poolMutex;
@@ -462,12 +488,22 @@ void run(int chunks, uint64_t work, ChunkFn fn, void *ctx) {
     if (stall > kStallNs && stall > own / 2) {
         stats.stalls.fetch_add(1, std::memory_order_relaxed);
         stats.stallNs.fetch_add(uint64_t(stall), std::memory_order_relaxed);
+        p->idleLoops = 0;
         policy.stalled(stall);
         p->paused.store(true, std::memory_order_relaxed);
         p->lastEnd = nowNs();
         return;
     }
     p->lastEnd = nowNs();
+    // the workers took nothing, loop after loop: they are not getting a CPU (see Policy)
+    p->idleLoops = mine == chunks ? p->idleLoops + 1 : 0;
+    if (p->idleLoops >= Policy::kIdleLoops) {
+        stats.idle.fetch_add(1, std::memory_order_relaxed);
+        p->idleLoops = 0;
+        policy.stalled(p->lastEnd - from);
+        p->paused.store(true, std::memory_order_relaxed);
+        return;
+    }
     policy.record(p->lastEnd - from, double(work));
 }
 

@@ -43,8 +43,14 @@ def test_module_text_matches_xdsl_on_awkward_ops():
     b.const(False, i1)
     b.const(3, INDEX)
     b.generic("arith.remf", [x, y], f64)
-    b.generic("arith.remf", [x, x], f64)  # one value twice: no template
+    b.generic("arith.remf", [x, x], f64)  # one value twice
     b.generic("arith.remf", [y, x], f64)
+    b.generic("arith.remf", [y, y], f64)
+    # same number of distinct operands, used twice in different places
+    i, j = b.index(0), b.index(1)
+    cube = b.alloca(memref_type((2, 2, 2), np.dtype(np.float64)))
+    for ids in ([i, j, i], [i, i, j], [j, i, i], [j, j, j], [i, j, i], [j, i, j]):
+        b.load(cube, ids)
     b.insert(generic_op("quantum.gate", [x, b.const(0, i64)], [], {}))
     b.store(x, block.args[0], [b.index(1)])
     b.insert(func.ReturnOp())
@@ -191,3 +197,60 @@ def test_reading_elements_of_an_argument_array_matches_numpy():
 
     with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
         _trace(out_of_range, [BufferSpec((3,), np.dtype(np.float64))])
+
+
+def test_reading_elements_of_a_small_nd_argument_matches_numpy_and_the_general_path():
+    def f(x):
+        return x[1, 2, 0] * x[-1, 0, 1] + x[0, np.int64(3), -2] - x[(1, -2, 1)] + x[1, 2, 0]
+
+    x = np.arange(16, dtype=np.float64).reshape(2, 4, 2) / 7 - 1
+    assert np.isclose(qjit(f)(x), f(x))
+    spec = [BufferSpec((2, 4, 2), np.dtype(np.float64))]
+    text = _trace(f, spec)
+    assert text.count("memref.load") == 4  # x[1, 2, 0] is loaded once
+
+    # the general path (a key that is not all integers) loads the same way
+    def g(x):
+        return x[1, 2][0] * x[-1, 0][1] + x[0, 3][0] - x[1, 2][1] + x[1, 2][0]
+
+    assert np.isclose(qjit(g)(x), g(x))
+
+    def out_of_range(x):
+        return x[0, 4, 0]
+
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 1 with size 4"):
+        _trace(out_of_range, spec)
+
+
+def test_module_text_stays_exact_when_its_caches_carry_over_between_modules():
+    # templates and attribute texts are kept from one module to the next: print two
+    # modules whose ops share kinds (and differ in SSA names, values and -0.0 / 0.0)
+    def module(values):
+        b = IRBuilder()
+        block = Block(arg_types=[memref_type((3,), np.dtype(np.float64))])
+        b.push(block)
+        for v in values:
+            x = b.load(block.args[0], [b.index(v % 3)])
+            b.store(x, block.args[0], [b.index(1)])
+            b.const(float(v) * -0.0 if v % 2 else float(v), f64)
+            b.insert(generic_op("quantum.gate", [x, b.const(v, i64)], [], {}))
+        b.insert(func.ReturnOp())
+        b.pop()
+        fn = func.FuncOp("f", ([memref_type((3,), np.dtype(np.float64))], []), Region(block))
+        return ModuleOp([fn])
+
+    for values in ([0, 1, 2], [2, 0, 5, 1], [0, 1, 2]):
+        m = module(values)
+        assert module_text(m) == str(m)
+
+    # past the shared caches' bounds, new templates and texts serve one module only
+    from cofactor.ir import printer
+
+    saved = printer._TEMPLATES_LIMIT, printer._ATTR_TEXT_LIMIT
+    printer._TEMPLATES_LIMIT = printer._ATTR_TEXT_LIMIT = 0
+    try:
+        for values in ([7, 8, 9, 7], [9, 11, 3]):
+            m = module(values)
+            assert module_text(m) == str(m)
+    finally:
+        printer._TEMPLATES_LIMIT, printer._ATTR_TEXT_LIMIT = saved

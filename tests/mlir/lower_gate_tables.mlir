@@ -19,6 +19,9 @@
 // CHECK-DAG: llvm.mlir.global internal constant @cf_gate_table_4(dense<[9, 1, 1, 0, 0, 3, 0, 10, 1, 1, 0, 0, 5, 1]> : tensor<14xi64>)
 // A store between a load and the run: the values go through the stack buffer.
 // CHECK-DAG: llvm.mlir.global internal constant @cf_gate_table_5(dense<[8, 1, 1, 0, 0, 0, 0, 9, 1, 1, 0, 0, 1, 1]> : tensor<14xi64>)
+// The function @hoisted below: RX(p[0]) on 0, H(0); RY(p[1]) on 1, H(1):
+// CHECK-DAG: llvm.mlir.global internal constant @cf_gate_table_6(dense<[8, 1, 1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0]> : tensor<14xi64>)
+// CHECK-DAG: llvm.mlir.global internal constant @cf_gate_table_7(dense<[9, 1, 1, 0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 1]> : tensor<14xi64>)
 
 // CHECK-LABEL: func.func @run(
 // CHECK-SAME: %[[THETA:.*]]: f64, %[[W:.*]]: i64, %[[M:.*]]: memref<2xf64>)
@@ -136,6 +139,36 @@ func.func @direct(%p: memref<?xf64>, %w: memref<2x3xf64>) {
   // CHECK: llvm.store %{{.*}}, %{{.*}} : !llvm.ptr<f64>
   // CHECK: llvm.store %{{.*}}, %{{.*}} : !llvm.ptr<f64>
   // CHECK: call @cf_rt_gate_table(%{{.*}}, %{{.*}}, %[[PARAMS]], %{{.*}})
+  "quantum.device_release"() : () -> ()
+  return
+}
+
+// The loads of every run at the top (as traced programs have them): the gates, the
+// measurement and the other runs between a run's loads and its call act on the device
+// only, so each run still reads the memref directly.
+// CHECK-LABEL: func.func @hoisted(
+// CHECK-SAME: %[[P:.*]]: memref<2xf64>)
+func.func @hoisted(%p: memref<2xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  "quantum.device_acquire"() {num_qubits = 2 : i64} : () -> ()
+  %a = memref.load %p[%c0] : memref<2xf64>
+  %b = memref.load %p[%c1] : memref<2xf64>
+  %w0 = arith.constant 0 : i64
+  "quantum.gate"(%a, %w0) {gate = "RX", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%w0) {gate = "Hadamard", num_params = 0 : i64, num_wires = 1 : i64} : (i64) -> ()
+  %w1 = arith.constant 1 : i64
+  %m = "quantum.measure"(%w1) : (i64) -> i1
+  "quantum.gate"(%b, %w1) {gate = "RY", num_params = 1 : i64, num_wires = 1 : i64} : (f64, i64) -> ()
+  "quantum.gate"(%w1) {gate = "Hadamard", num_params = 0 : i64, num_wires = 1 : i64} : (i64) -> ()
+  // CHECK-NOT: memref.load
+  // CHECK-NOT: llvm.store
+  // CHECK: builtin.unrealized_conversion_cast %[[P]]
+  // CHECK: call @cf_rt_gate_table(
+  // CHECK: call @cf_rt_measure
+  // CHECK-NOT: llvm.store
+  // CHECK: builtin.unrealized_conversion_cast %[[P]]
+  // CHECK: call @cf_rt_gate_table(
   "quantum.device_release"() : () -> ()
   return
 }

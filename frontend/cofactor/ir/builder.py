@@ -55,8 +55,20 @@ def scalar_type(dtype: np.dtype) -> Attribute:
 
 def memref_type(shape: Sequence[int], dtype: np.dtype) -> MemRefType:
     """The memref type that holds an array of `shape` and `dtype` (complex: trailing 2xf64)."""
-    elem, extra = _ELEMENT_TYPES[np.dtype(dtype)]
-    return MemRefType(elem, [*shape, *extra])
+    key = (tuple(shape), dtype)
+    type_ = _MEMREF_TYPES.get(key)
+    if type_ is None:
+        elem, extra = _ELEMENT_TYPES[np.dtype(dtype)]
+        type_ = MemRefType(elem, [*shape, *extra])
+        if len(_MEMREF_TYPES) < _ATTR_CACHE_SIZE:
+            _MEMREF_TYPES[key] = type_
+    return type_
+
+
+#: (shape, dtype) -> its memref type. Types are immutable values, and xDSL's constructor
+#: checks its parameters generically (about 50 us a type, 0.5 ms for the first): a trace
+#: asks for the same few types over and over.
+_MEMREF_TYPES: dict[tuple, MemRefType] = {}
 
 
 class IRBuilder:

@@ -46,24 +46,42 @@ _PURE_ATTRIBUTES = (
 )
 
 
+#: Texts of pure attributes, and templates of op kinds (keyed by the values their text
+#: depends on, `_ListPrinter._lookup`), kept from one module to the next: a process that
+#: traces several functions (or signatures) prints the same kinds of ops again. Bounded (a
+#: constant is a kind of its own: a few MB at most); past the bound, new entries are kept
+#: for the module being printed only.
+_ATTR_TEXT: dict[Attribute, str] = {}
+_TEMPLATES: dict[tuple, list[str | int] | None] = {}
+_ATTR_TEXT_LIMIT = 20_000
+_TEMPLATES_LIMIT = 5_000
+
+
 class _ListPrinter(Printer):
     """xDSL's printer writing into a list of strings, with a cache of attribute texts."""
 
     def __init__(self) -> None:
         super().__init__(stream=_Sink(self))
         self.parts: list[Any] = []
-        self._attr_text: dict[Attribute, str] = {}
-        # op kind -> its text after the result names, strings and SSA holes (None: the
-        # kind is printed by xDSL every time)
-        self._templates: dict[tuple, list[str | int] | None] = {}
+        # (shared by every module printed in this process: both depend on nothing but
+        # their keys' values, see _TEMPLATES)
+        self._attr_text = _ATTR_TEXT
+        self._templates = _TEMPLATES
+        self._own_attr_text: dict[Attribute, str] = {}  # (past the shared caches' bounds)
+        self._own_templates: dict[tuple, list[str | int] | None] = {}
         self._by_identity: dict[tuple, list[str | int] | None] = {}
         self._holes = False  # while printing a template: SSA values become holes
+        # id(value) -> "%name", beside xDSL's own map (whose key, the value, hashes in
+        # Python): every value of the module lives while it is printed
+        self._names_by_id: dict[int, str] = {}
 
     def print_ssa_value(self, value: SSAValue) -> str:
         if self._holes:
             self.parts.append(value)
             return "?"
-        return super().print_ssa_value(value)
+        name = super().print_ssa_value(value)
+        self._names_by_id[id(value)] = "%" + name
+        return name
 
     def print_op(self, op: Operation) -> None:
         if (
@@ -79,15 +97,19 @@ class _ListPrinter(Printer):
         attributes, properties = op.attributes, op.properties
         # first by identity (the attribute and type objects are shared between ops of a
         # kind, and all of them live as long as the module), then by value
+        # (one flat tuple: names are strings, identities ints, None separates the groups)
         id_key = (
             type(op),
-            tuple(attributes),
-            tuple(map(id, attributes.values())),
-            tuple(properties),
-            tuple(map(id, properties.values())),
-            tuple([id(v.type) for v in operands]),
-            tuple([id(r.type) for r in results]),
-            len({id(v) for v in operands}),  # < len(operands) when a value is used twice
+            *attributes,
+            *map(id, attributes.values()),
+            None,
+            *properties,
+            *map(id, properties.values()),
+            None,
+            *[id(v.type) for v in operands],
+            None,
+            *[id(r.type) for r in results],
+            _operand_pattern(operands),
         )
         template = self._by_identity.get(id_key, False)
         if template is False:
@@ -100,19 +122,19 @@ class _ListPrinter(Printer):
             for i, r in enumerate(results):
                 if i:
                     parts.append(", ")
-                Printer.print_ssa_value(self, r)
+                self.print_ssa_value(r)
             parts.append(" = ")
-        names = self._ssa_values
+        names = self._names_by_id
         for part in template:
             if type(part) is str:
                 parts.append(part)
             else:
                 value = operands[part]
-                name = names.get(value)
+                name = names.get(id(value))
                 if name is None:
-                    Printer.print_ssa_value(self, value)
+                    self.print_ssa_value(value)
                 else:
-                    parts.append("%" + name)
+                    parts.append(name)
 
     def _lookup(self, op: Operation) -> list[str | int] | None:
         """The template of `op`'s kind (by value), made on first use."""
@@ -124,21 +146,26 @@ class _ListPrinter(Printer):
                 tuple(r.type for r in op.results),
                 tuple(op.attributes.items()),
                 tuple(op.properties.items()),
-                len(set(operands)),
+                _operand_pattern(operands),
             )
             template = self._templates.get(key, False)
+            if template is False:
+                template = self._own_templates.get(key, False)
         except TypeError:  # an unhashable attribute
             return None
         if template is False:
-            template = self._templates[key] = self._template(op)
+            template = self._template(op)
+            if len(self._templates) < _TEMPLATES_LIMIT:
+                self._templates[key] = template
+            else:
+                self._own_templates[key] = template
         return template
 
     def _template(self, op: Operation) -> list[str | int] | None:
-        """The text of `op` after its result names: strings and operand positions; None when
-        it does not fit a template (a value used twice, text over several lines)."""
+        """The text of `op` after its result names: strings and operand positions (a value
+        used twice: the position of its first use, as `_operand_pattern` keys it); None when
+        it does not fit a template (text over several lines)."""
         operands = list(op.operands)
-        if len(set(operands)) != len(operands):
-            return None
         outer, self.parts = self.parts, []
         self._holes = True
         try:
@@ -189,14 +216,30 @@ class _ListPrinter(Printer):
         if not isinstance(attribute, _PURE_ATTRIBUTES):
             super().print_attribute(attribute)
             return
-        text = self._attr_text.get(attribute)
+        text = self._attr_text.get(attribute) or self._own_attr_text.get(attribute)
         if text is None:
             outer, self.parts = self.parts, []
             super().print_attribute(attribute)
-            text = self._attr_text[attribute] = "".join(self.parts)
+            text = "".join(self.parts)
             self.parts = outer
+            if len(self._attr_text) < _ATTR_TEXT_LIMIT:
+                self._attr_text[attribute] = text
+            else:
+                self._own_attr_text[attribute] = text
         self._current_column += len(text)
         self.parts.append(text)
+
+
+def _operand_pattern(operands: Any) -> int | tuple[int, ...]:
+    """Which operands are the same value: their number when all differ, else for each
+    operand the position of the value's first use (`memref.load %m[%i, %j, %i]`)."""
+    n = len(operands)
+    if n < 2:
+        return n
+    ids = [id(v) for v in operands]
+    if len(set(ids)) == n:
+        return n
+    return tuple([ids.index(i) for i in ids])
 
 
 class _Sink:

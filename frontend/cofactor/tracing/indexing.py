@@ -109,16 +109,10 @@ def _index_error_fn(ctx: context.TraceContext) -> str:
 # ----------------------------------------------------------------------------------------
 def getitem(t: Tracer, key: Any) -> Tracer:
     """`t[key]`: static keys index the element array; traced integer keys load from memory."""
-    if (
-        isinstance(key, int | np.integer)
-        and not isinstance(key, bool)
-        and t._elems is None
-        and t._memref is not None
-        and len(t._shape) == 1
-        and -t._shape[0] <= key < t._shape[0]
-        and t._shape[0] <= ELEMENTWISE_MAX  # (larger arrays: array_views, below)
-    ):  # the common `x[i]` of a small argument array, as the general path below does it
-        flat = int(key) % t._shape[0]
+    flat = _small_static_position(t, key)
+    if flat is not None:
+        # the common `x[i]` / `x[i, j, k]` of a small argument array, as the general path
+        # below does it (array_views declines arrays this small; the same loads result)
         loaded = t._memref.loaded.get(flat)
         if loaded is None:
             elems = load_elements(t._memref, t._shape, t.dtype, np.array(flat))
@@ -166,6 +160,25 @@ def getitem(t: Tracer, key: Any) -> Tracer:
                 axis += 1
         source_axis += 1
     return Tracer(_objarr(elems), t.dtype) if isinstance(elems, np.ndarray) else as_tracer(elems)
+
+
+def _small_static_position(t: Tracer, key: Any) -> int | None:
+    """The row-major position `t[key]` selects when `t` is a small array in memory (at most
+    ELEMENTWISE_MAX elements, none loaded as an array) and `key` one static integer in
+    range per axis; else None (the general path of `getitem` decides)."""
+    if t._elems is not None or t._memref is None:
+        return None
+    shape = t._shape
+    keys = key if type(key) is tuple else (key,)
+    if len(keys) != len(shape) or not shape:
+        return None
+    flat = size = 0
+    for k, n in zip(keys, shape, strict=True):
+        if not isinstance(k, int | np.integer) or isinstance(k, bool) or not -n <= k < n:
+            return None
+        flat = flat * n + int(k) % n
+        size = size * n if size else n
+    return flat if size <= ELEMENTWISE_MAX else None  # (larger arrays: array_views)
 
 
 def _integer_prefix(t: Tracer, key: tuple) -> bool:

@@ -46,7 +46,7 @@ from cofactor.tracing.observables import NAMED_OBSERVABLES  # noqa: F401 (re-exp
 from cofactor.tracing.observables import complex_matrix_memref as _complex_matrix_memref
 from cofactor.tracing.observables import depends_on_arguments as _depends_on_arguments
 from cofactor.tracing.observables import f64_value as _f64
-from cofactor.tracing.tracer import BOOL, COMPLEX, FLOAT, INT, Scalar, Tracer
+from cofactor.tracing.tracer import BOOL, COMPLEX, FLOAT, INT, Scalar, Tracer, is_operator
 
 SUPPORTED_DEVICES = ("default.qubit", "lightning.qubit")
 SKIPPED_OPS = ("Identity", "Barrier", "Snapshot")
@@ -106,7 +106,6 @@ class QuantumScope:
     # -- wires -----------------------------------------------------------------------
     def wire(self, label: Any) -> SSAValue:
         """The i64 SSA value of a wire (labels map through the device wires)."""
-        b = context.current().builder
         if isinstance(label, Tracer | Scalar):
             t = as_tracer(label)
             if t.shape != () or t.dtype not in (INT, BOOL):
@@ -115,17 +114,18 @@ class QuantumScope:
                 raise CompileError("traced wires need a device with wires 0..n-1")
             return cast_tracer(t, INT).elems[()].value
         if self.wire_map is not None:
-            if label not in self.wire_map:
+            index = self.wire_map.get(label)  # (the values are ints: None means absent)
+            if index is None:
                 raise CompileError(
                     f"wire {label!r} is not on the device (wires: {list(self.wire_map)})"
                 )
-            index = self.wire_map[label]
         elif isinstance(label, int | np.integer) and label >= 0:
             index = int(label)
         else:
             raise CompileError(f"wire label {label!r} needs a device declared with its wires")
-        self.max_wire = max(self.max_wire, index)
-        return self._wire_constant(b, index)
+        if index > self.max_wire:
+            self.max_wire = index
+        return self._wire_constant(context.current().builder, index)
 
     def _wire_constant(self, b: IRBuilder, index: int) -> SSAValue:
         """One constant per wire and block: a long circuit would otherwise carry a constant
@@ -153,7 +153,7 @@ class QuantumScope:
         queue = self.queues[-1]
         items = list(queue.queue)
         queue.clear()
-        ops = [o for o in items if isinstance(o, qml.operation.Operator)]
+        ops = [o for o in items if is_operator(o)]
         measurements = [m for m in items if isinstance(m, MeasurementProcess)]
         # (semantics) TemporaryAND with traced control values: run-time flips around it
         from cofactor.api_extensions.hybrid import expand_traced_control_values
@@ -188,8 +188,8 @@ class QuantumScope:
             return self.emit_operation(op.base, not adjoint, ctrl)
         if (
             kind is qml.ops.Controlled
+            and name not in runtime_gates()  # (CNOT, CZ, Toffoli, ...: one gate)
             and _directly_emittable(op.base)
-            and op.name not in runtime_gates()
         ):
             wires = [*ctrl[0], *op.control_wires]
             values = [*ctrl[1], *[int(bool(v)) for v in op.control_values]]
@@ -199,7 +199,29 @@ class QuantumScope:
         # them as a new Wires object per access)
         labels = (*op.control_wires, *op.target_wires) if kind is qml.ops.Controlled else op.wires
         target = [self.wire(w) for w in labels]
-        common = {"adjoint": adjoint, "ctrl_values": list(ctrl[1])}
+        if name == "QubitUnitary" or name == "PauliRot":
+            self._emit_unitary_or_pauli_rot(op, name, target, ctrl_wires, adjoint, ctrl[1])
+            return
+        if name not in runtime_gates():
+            raise CompileError(f"operation {name} is not supported by cofactor's runtime")
+        if name == "GlobalPhase":
+            target = []
+        params = [_f64(p) for p in op.parameters] if op.data else []
+        values = tuple(map(int, ctrl[1])) if ctrl[1] else ()
+        attrs = _gate_attrs(name, len(params), len(target), adjoint, values)
+        b.insert(generic_op("quantum.gate", [*params, *target, *ctrl_wires], [], attrs))
+
+    def _emit_unitary_or_pauli_rot(
+        self,
+        op: qml.operation.Operator,
+        name: str,
+        target: list[SSAValue],
+        ctrl_wires: list[SSAValue],
+        adjoint: bool,
+        ctrl_values: list[int],
+    ) -> None:
+        b = context.current().builder
+        common = {"adjoint": adjoint, "ctrl_values": list(ctrl_values)}
         if name == "QubitUnitary":
             if _depends_on_arguments(op.parameters[0]):
                 self.traced_constants.append(f"the matrix of QubitUnitary on wires {op.wires}")
@@ -212,14 +234,6 @@ class QuantumScope:
             word = op.hyperparameters["pauli_word"]
             attrs = quantum_attrs(word=word, num_wires=len(target), **common)
             b.insert(generic_op("quantum.pauli_rot", [theta, *target, *ctrl_wires], [], attrs))
-            return
-        if name not in runtime_gates():
-            raise CompileError(f"operation {name} is not supported by cofactor's runtime")
-        if name == "GlobalPhase":
-            target = []
-        params = [_f64(p) for p in op.parameters]
-        attrs = _gate_attrs(name, len(params), len(target), adjoint, tuple(map(int, ctrl[1])))
-        b.insert(generic_op("quantum.gate", [*params, *target, *ctrl_wires], [], attrs))
 
     # -- observables and measurements ------------------------------------------------
     def emit_observable(self, obs: qml.operation.Operator) -> SSAValue:

@@ -36,7 +36,7 @@ from cofactor.errors import CompileError
 from cofactor.ir.builder import quantum_attrs
 from cofactor.ir.mlir15 import generic_op
 from cofactor.tracing import context, gridsynth, pytree
-from cofactor.tracing.tracer import Tracer
+from cofactor.tracing.tracer import Tracer, is_operator
 
 
 def pipeline_of(qnode: Any) -> Any:
@@ -124,7 +124,7 @@ def trace_transformed(scope: Any, qnode: Any, call_args: tuple) -> Any:
     finally:
         scope.recording = None
         scope.queues.pop()
-    ops = [o for o in queue.queue if isinstance(o, qml.operation.Operator)]
+    ops = [o for o in queue.queue if is_operator(o)]
     leaves, tree = pytree.flatten(result, is_leaf=_is_leaf)
     mps = [v for v in leaves if isinstance(v, MeasurementProcess)]
     shots = scope.shots if scope.shots > 0 else None

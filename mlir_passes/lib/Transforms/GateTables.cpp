@@ -28,6 +28,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/MathExtras.h"
@@ -63,6 +64,22 @@ bool isTransparent(Operation *op) {
   });
 }
 
+/// True when `op` cannot write memory that a load may read: a transparent op, or
+/// a quantum op without regions and without memref or pointer operands (gates,
+/// measurements, observables on wires: they act on the device only, and the
+/// runtime writes no memory that is not passed to it). Between a run's parameter
+/// loads and its call only such ops may sit for the call to read the memref
+/// itself instead of the loaded values.
+bool cannotWriteMemory(Operation *op) {
+  if (isTransparent(op))
+    return true;
+  if (op->getNumRegions() != 0 || !isa<QuantumDialect>(op->getDialect()))
+    return false;
+  return llvm::none_of(op->getOperandTypes(), [](Type type) {
+    return type.isa<BaseMemRefType, LLVM::LLVMPointerType>();
+  });
+}
+
 /// Builds the table, the buffers and the call of one run.
 class TableBuilder {
 public:
@@ -70,7 +87,21 @@ public:
                StackArrays &stackArrays)
       : module(module), llvmTypes(llvmTypes), stackArrays(stackArrays) {}
 
-  void emit(ArrayRef<Operation *> run);
+  /// Where the parameters of a run come from: one memref (null when they do
+  /// not) and each parameter's linear index in it.
+  struct Source {
+    Value memref;
+    DenseMap<Value, int64_t> index;
+  };
+  /// Decided for every run before any is emitted, so that the ops between a
+  /// run's loads and its last gate are still the program's ops (gates of other
+  /// runs, not yet their calls and buffer stores).
+  /// `lastWriter` maps each op of the run's block to the last op at or before
+  /// it that may write memory (null when none).
+  static Source
+  findDirectSource(ArrayRef<Operation *> run,
+                   const DenseMap<Operation *, Operation *> &lastWriter);
+  void emit(ArrayRef<Operation *> run, Source source);
 
 private:
   /// The slot of `value` in `slots` (added on first use).
@@ -81,7 +112,6 @@ private:
   template <typename OpT>
   void appendRecord(OpT op, int64_t kind, int64_t numParams,
                     SmallVectorImpl<int64_t> &records);
-  bool findDirectSource(ArrayRef<Operation *> run);
   int64_t wireCode(Value wire);
   Value buffer(OpBuilder &builder, Operation *at, Type elementType,
                ArrayRef<Value> values);
@@ -171,14 +201,15 @@ void TableBuilder::appendRecord(OpT op, int64_t kind, int64_t numParams,
   records.append(ctrlValues.begin(), ctrlValues.end());
 }
 
-/// True (and `directSource`, `directIndex` set) when every parameter of the
-/// run is a load of one memref at constant indices, each gate's parameters at
-/// consecutive linear indices, and nothing between the first of these loads
-/// and the run's last gate may write memory (so the call reads the values the
-/// loads read).
-bool TableBuilder::findDirectSource(ArrayRef<Operation *> run) {
-  directSource = nullptr;
-  directIndex.clear();
+/// The memref of the run when every parameter of the run is a load of it at
+/// constant indices, each gate's parameters at consecutive linear indices, and
+/// nothing between the first of these loads and the run's last gate may write
+/// memory (so the call reads the values the loads read).
+TableBuilder::Source TableBuilder::findDirectSource(
+    ArrayRef<Operation *> run,
+    const DenseMap<Operation *, Operation *> &lastWriter) {
+  Source none;
+  DenseMap<Value, int64_t> directIndex;
   Block *block = run.back()->getBlock();
   Value source;
   Operation *earliest = run.front();
@@ -191,13 +222,13 @@ bool TableBuilder::findDirectSource(ArrayRef<Operation *> run) {
     for (Value param : op->getOperands().take_front(numParams)) {
       auto load = param.getDefiningOp<memref::LoadOp>();
       if (!load || load->getBlock() != block)
-        return false;
+        return none;
       if (source && load.getMemRef() != source)
-        return false;
+        return none;
       source = load.getMemRef();
       Optional<int64_t> index = constantLinearIndex(load);
       if (!index || (previous && *index != *previous + 1))
-        return false;
+        return none;
       previous = index;
       directIndex[param] = *index;
       if (load->isBeforeInBlock(earliest))
@@ -206,19 +237,20 @@ bool TableBuilder::findDirectSource(ArrayRef<Operation *> run) {
     }
   }
   if (!any)
-    return false;
-  llvm::SmallPtrSet<Operation *, 16> gates(run.begin(), run.end());
-  for (Operation *op = earliest; op != run.back(); op = op->getNextNode())
-    if (!gates.contains(op) && !isTransparent(op))
-      return false;
-  directSource = source;
-  return true;
+    return none;
+  // (Looked up, not scanned: the loads of every run often sit at the top of
+  // the function, and a scan per run would be quadratic in the gates.)
+  Operation *writer = lastWriter.lookup(run.back());
+  if (writer && (writer == earliest || earliest->isBeforeInBlock(writer)))
+    return none;
+  return Source{source, std::move(directIndex)};
 }
 
-void TableBuilder::emit(ArrayRef<Operation *> run) {
+void TableBuilder::emit(ArrayRef<Operation *> run, Source source) {
   params.clear();
   dynWires.clear();
-  findDirectSource(run);
+  directSource = source.memref;
+  directIndex = std::move(source.index);
   SmallVector<int64_t> records;
   for (Operation *op : run) {
     if (auto gate = dyn_cast<GateOp>(op)) {
@@ -317,7 +349,22 @@ void cofactor::lowerGateRunsToTables(ModuleOp module,
     }
     flush();
   });
+  DenseMap<Operation *, Operation *> lastWriter;
+  DenseSet<Block *> indexed;
+  SmallVector<TableBuilder::Source> sources;
+  for (ArrayRef<Operation *> run : runs) {
+    Block *block = run.back()->getBlock();
+    if (indexed.insert(block).second) {
+      Operation *writer = nullptr;
+      for (Operation &op : *block) {
+        if (!cannotWriteMemory(&op))
+          writer = &op;
+        lastWriter[&op] = writer;
+      }
+    }
+    sources.push_back(TableBuilder::findDirectSource(run, lastWriter));
+  }
   TableBuilder builder(module, llvmTypes, stackArrays);
-  for (ArrayRef<Operation *> run : runs)
-    builder.emit(run);
+  for (auto it : llvm::zip(runs, sources))
+    builder.emit(std::get<0>(it), std::move(std::get<1>(it)));
 }
