@@ -28,8 +28,10 @@
 // 7 batches, loaded machine, load average 5-7 on 2 cores, so +-20%): SEL n=16 unfused / k=2
 // / k=3 / k=4 3.0 / 2.2-2.5 / 2.6-3.5 / 4.0-5.6 ms, n=20 119 / 66-74 / 56-57 / 72-73 ms; the
 // long circuit 40 / 17.2-17.6 / 17.6-17.9 / 23.7 ms (Catalyst in the same runs: SEL n=16 3.5
-// ms, n=20 117-134 ms, long 40-56 ms). Most fused blocks are CNOTs after single-qubit gates,
-// block diagonal with two halves, which the stream kernel multiplies at half the FMAs; with
+// ms, n=20 117-134 ms, long 40-56 ms). On main 23cb0ec (load 1.3-1.7, default k, medians
+// of 3 alternated runs), with / without the stream kernel / Catalyst: SEL n=16 2.05 / 2.33
+// / 3.28 ms, n=20 52.3 / 61.3 / 119 ms, the long circuit 17.1 / 18.9 / 44.0 ms. Most fused
+// blocks are CNOTs after single-qubit gates, block diagonal with two halves, which the stream kernel multiplies at half the FMAs; with
 // that, 2-wire blocks pay from 2^16 amplitudes on and 3-wire ones from 2^19: below, the
 // state is in L2 and a 3-wire block's extra FMAs cost more than the passes they save; above,
 // k = 4's blocks (denser: four times the FMAs per amplitude) do not pay.
