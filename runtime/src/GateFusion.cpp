@@ -21,6 +21,11 @@ int envInt(const char *name, int fallback) {
 
 namespace fusion {
 
+bool streamKernelOff() {
+    static const bool off = std::getenv("COFACTOR_FUSED_STREAM_OFF") != nullptr;
+    return off;
+}
+
 // Operations with a matrix of their own: table gates (but GlobalPhase, whose "wires" are
 // only its controls) and unitaries. PauliRot keeps its basis-change kernel.
 bool fusable(const Operation &op) {
@@ -158,8 +163,7 @@ void applyMatrix(cplx *sv, int n, std::vector<cplx> M, const int64_t *wires, int
     // half the FMAs for a CNOT after rotations); on the low bits the chunked kernels
     int low = n;
     for (int i = 0; i < q; ++i) low = std::min(low, bitOf(n, wires[i]));
-    const bool streamOff = std::getenv("COFACTOR_FUSED_STREAM_OFF") != nullptr; // A/B knob
-    if (q == 2 && !permutation && low >= 2 && !streamOff) return applyFusedDense(sv, n, M.data(), wires, q);
+    if (q == 2 && !permutation && low >= 2 && !streamKernelOff()) return applyFusedDense(sv, n, M.data(), wires, q);
     if (q <= 2 || permutation) {
         g.shape = Shape::Dense;
         g.data = std::move(M);

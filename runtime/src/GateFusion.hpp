@@ -58,6 +58,9 @@ void applyFusedDense(cplx *sv, int n, const cplx *M, const int64_t *wires, int k
 // The pieces the forward fuser and the adjoint Jacobian's backward fuser (AdjointFusion.hpp)
 // share. An operation's "local wires" are its targets, then its controls (built-in first).
 namespace fusion {
+// COFACTOR_FUSED_STREAM_OFF set (read once per process): fused blocks take the gather kernel
+// and 2-wire blocks the chunked kernels, as before the stream kernel (for A/B timings).
+bool streamKernelOff();
 // Gates and unitaries with a matrix of their own (not PauliRot, not GlobalPhase).
 bool fusable(const Operation &op);
 int localWires(const Operation &op, int64_t *out); // returns their number
