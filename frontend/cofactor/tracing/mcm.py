@@ -30,7 +30,7 @@ Postselection under one-shot follows the QNode's `postselect_mode`:
 from __future__ import annotations
 
 import contextlib
-import threading
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -125,64 +125,43 @@ def _is_traced_value(x: Any) -> bool:
     )
 
 
-_STATS_LOCK = threading.Lock()
-_STATS_ACTIVE: list[Any] = []  # [number of traces using the patch, PennyLane's functions]
-
-
 @contextlib.contextmanager
 def patched_statistics() -> Iterator[None]:
     """While a circuit is traced: `qml.expval/var/probs/sample/counts` of traced measurement
     values (what `measure` returns) give an `MCMStat`; any other call goes to PennyLane.
-    Reference-counted: traces in several threads install the patch once, and the last one
-    out restores PennyLane's functions (each restoring its own saved copy could leave the
-    patch installed for good)."""
-    with _STATS_LOCK:
-        if not _STATS_ACTIVE:
-            originals = {k: getattr(qml, k) for k in STAT_KINDS}
-            _install_statistics(originals)
-            _STATS_ACTIVE[:] = [0, originals]
-        _STATS_ACTIVE[0] += 1
-    try:
+    Installed through `context.intercept`, reference-counted across threads."""
+    with contextlib.ExitStack() as stack:
+        for kind in STAT_KINDS:
+            stack.enter_context(context.intercept(qml, kind, functools.partial(_statistic, kind)))
         yield
-    finally:
-        with _STATS_LOCK:
-            _STATS_ACTIVE[0] -= 1
-            if _STATS_ACTIVE[0] == 0:
-                for k, fn in _STATS_ACTIVE[1].items():
-                    setattr(qml, k, fn)
-                _STATS_ACTIVE.clear()
 
 
-def _install_statistics(originals: dict[str, Any]) -> None:
+def _statistic(kind: str, original: Any) -> Any:
+    """`qml.<kind>` that turns traced measurement values into an `MCMStat`; it dispatches on
+    its argument, so in a thread that does not trace it is PennyLane's function."""
 
-    def make(kind: str) -> Any:
-        original = originals[kind]
-
-        def stat(*args: Any, **kwargs: Any) -> Any:
-            op = kwargs.get("op", args[0] if args else None)
-            if kind == "probs" and "op" not in kwargs:
-                op = kwargs.get("op", args[1] if len(args) > 1 else None)
-                wires = kwargs.get("wires", args[0] if args else None)
-                if _is_traced_value(wires):  # qml.probs(m) is qml.probs(wires=m) in PennyLane
-                    raise CompileError(
-                        "qml.probs of a mid-circuit measurement value takes it as op=: write "
-                        "qml.probs(op=m) or qml.probs(op=[m0, m1])"
-                    )
-            if not _is_traced_value(op):
-                return original(*args, **kwargs)
-            if kind in ("expval", "var") and isinstance(op, list | tuple):
+    def stat(*args: Any, **kwargs: Any) -> Any:
+        op = kwargs.get("op", args[0] if args else None)
+        if kind == "probs" and "op" not in kwargs:
+            op = kwargs.get("op", args[1] if len(args) > 1 else None)
+            wires = kwargs.get("wires", args[0] if args else None)
+            if _is_traced_value(wires):  # qml.probs(m) is qml.probs(wires=m) in PennyLane
                 raise CompileError(
-                    f"qml.{kind} takes one mid-circuit measurement value (or an arithmetic "
-                    f"expression of several), not a list; PennyLane refuses lists too"
+                    "qml.probs of a mid-circuit measurement value takes it as op=: write "
+                    "qml.probs(op=m) or qml.probs(op=[m0, m1])"
                 )
-            return MCMStat(kind, op, all_outcomes=bool(kwargs.get("all_outcomes", False)))
+        if not _is_traced_value(op):
+            return original(*args, **kwargs)
+        if kind in ("expval", "var") and isinstance(op, list | tuple):
+            raise CompileError(
+                f"qml.{kind} takes one mid-circuit measurement value (or an arithmetic "
+                f"expression of several), not a list; PennyLane refuses lists too"
+            )
+        return MCMStat(kind, op, all_outcomes=bool(kwargs.get("all_outcomes", False)))
 
-        stat.__name__ = kind
-        stat.__doc__ = original.__doc__
-        return stat
-
-    for k in STAT_KINDS:
-        setattr(qml, k, make(k))
+    stat.__name__ = kind
+    stat.__doc__ = original.__doc__
+    return stat
 
 
 def is_mcm_statistic(mp: MeasurementProcess) -> bool:
