@@ -10,7 +10,7 @@ namespace cf {
 
 namespace {
 
-using Matrix = std::vector<cplx>; // D x D, row-major
+using Matrix = std::vector<cplx>; // D x D, row-major (AdjointFuser::Matrix)
 
 bool trainable(const Operation &op) { return op.firstParam >= 0 && !op.params.empty(); }
 
@@ -40,8 +40,10 @@ Matrix dagger(const Matrix &a, size_t D) {
 
 } // namespace
 
-AdjointFuser::AdjointFuser(Walk walk, int maxQubits)
-    : walk_(std::move(walk)), maxQubits_(std::min(maxQubits, kMaxFusionQubits)) {}
+AdjointFuser::AdjointFuser(Walk walk, int maxQubits, int minSweep)
+    : walk_(std::move(walk)), maxQubits_(std::min(maxQubits, kMaxFusionQubits)), minSweep_(minSweep) {}
+
+bool AdjointFuser::differentiate(const Operation &op) const { return trainable(op) && !done_.count(&op); }
 
 void AdjointFuser::add(const Operation &op, bool last) {
     int64_t w[kMaxQubits];
@@ -49,8 +51,9 @@ void AdjointFuser::add(const Operation &op, bool last) {
     const bool fuse = maxQubits_ >= 2 && fusion::fusable(op) && nw >= 1 && nw <= maxQubits_ &&
                       (!trainable(op) || (op.kind == Operation::Kind::Gate && nw == 1));
     std::vector<size_t> hit;
+    bool hitTrainable = false;
     for (size_t i = 0; i < blocks_.size(); ++i)
-        if (fusion::overlaps(blocks_[i].wires, w, nw)) hit.push_back(i);
+        if (fusion::overlaps(blocks_[i].wires, w, nw)) hit.push_back(i), hitTrainable |= blocks_[i].trainable;
     // takes block i out of the pending ones (so that an exception cannot apply it twice)
     auto take = [&](std::vector<size_t> which) {
         std::sort(which.begin(), which.end());
@@ -62,6 +65,8 @@ void AdjointFuser::add(const Operation &op, bool last) {
         return out;
     };
     if (!fuse) {
+        // the trainable blocks' derivatives at this point, in one sweep (see the header)
+        if (hitTrainable || last) sweep();
         for (const Block &b : take(hit)) apply(b, true);
         if (last) { // the steps still pending go before op's, which leaves lambda as it is
             std::vector<size_t> all(blocks_.size());
@@ -69,21 +74,23 @@ void AdjointFuser::add(const Operation &op, bool last) {
             for (const Block &b : take(all))
                 if (b.trainable) apply(b, true);
         }
-        walk_.single(op, !last);
+        walk_.single(op, !last, true);
         return;
     }
-    // a block with trainable operations stays on one wire (see AdjointFusion.hpp)
-    auto limit = [&] {
-        bool t = trainable(op);
-        for (size_t i : hit) t = t || blocks_[i].trainable;
-        return t ? 1 : maxQubits_;
-    };
     auto unionSize = [&] {
         int size = nw;
         for (size_t i : hit)
             for (int64_t x : blocks_[i].wires)
                 if (std::find(w, w + nw, x) == w + nw) ++size;
         return size;
+    };
+    // a trainable block grows past its wire: its derivatives first (then it is constant)
+    if (hitTrainable && unionSize() > 1) sweep();
+    // a block with trainable operations stays on one wire (see AdjointFusion.hpp)
+    auto limit = [&] {
+        bool t = trainable(op);
+        for (size_t i : hit) t = t || blocks_[i].trainable;
+        return t ? 1 : maxQubits_;
     };
     while (unionSize() > limit()) { // apply the largest overlapping block
         auto largest = std::max_element(hit.begin(), hit.end(), [&](size_t a, size_t b) {
@@ -110,6 +117,7 @@ void AdjointFuser::add(const Operation &op, bool last) {
 }
 
 void AdjointFuser::finish() {
+    sweep(); // the derivatives of all the pending trainable blocks; nothing to apply then
     std::vector<Block> blocks;
     blocks.swap(blocks_);
     std::vector<const Block *> needed;
@@ -119,7 +127,7 @@ void AdjointFuser::finish() {
 }
 
 void AdjointFuser::apply(const Block &b, bool undoLambda) {
-    if (b.ops.size() == 1) return walk_.single(*b.ops[0], undoLambda);
+    if (b.ops.size() == 1) return walk_.single(*b.ops[0], undoLambda, differentiate(*b.ops[0]));
     if (b.trainable) return applyOneWire(b, undoLambda);
     applyConstant(b, undoLambda);
 }
@@ -143,7 +151,7 @@ void AdjointFuser::applyConstant(const Block &b, bool undoLambda) {
         permutation = nonzeros == 1;
     }
     if (permutation) {
-        for (const Operation *op : b.ops) walk_.single(*op, undoLambda);
+        for (const Operation *op : b.ops) walk_.single(*op, undoLambda, false);
         return;
     }
     fusion::applyMatrix(walk_.phi, walk_.n, A, b.wires.data(), q);
@@ -151,26 +159,27 @@ void AdjointFuser::applyConstant(const Block &b, bool undoLambda) {
         for (cplx *lambda : walk_.lambdas) fusion::applyMatrix(lambda, walk_.n, A, b.wires.data(), q);
 }
 
-// One wire: A = g_m^dagger ... g_1^dagger and the derivatives as 2 x 2 matrices G with
-// <lambda_(i-1)| dg_i |phi_i> = <lambda| G |A phi> (G = A_(i-1)^dagger dg_i A_i A^dagger), in
-// the unfused step's one-wire kernel (adjointStep), which takes any number of derivatives.
-void AdjointFuser::applyOneWire(const Block &b, bool undoLambda) {
-    const int64_t *W = b.wires.data();
-    struct Deriv {
-        const Operation *op;
-        int j;
-        Matrix G;
-    };
-    std::vector<Deriv> derivs;
+// A one-wire block: A = g_m^dagger ... g_1^dagger and, for each derivative still to take,
+// G = A_(i-1)^dagger dg_i A_i (A_i = g_i^dagger ... g_1^dagger), so that
+// <lambda_(i-1)| dg_i |phi_i> = <lambda| G |phi> with phi, lambda as they are before the block.
+AdjointFuser::Matrix AdjointFuser::oneWire(const Block &b, std::vector<Derivative> &derivs) const {
     Matrix A = identity(2);
     for (const Operation *op : b.ops) {
         const Matrix prev = A;
         A = multiply(fusion::localMatrix(*op, 1, /*inverse=*/true), A, 2);
-        if (!trainable(*op)) continue;
+        if (!differentiate(*op)) continue;
         const Matrix prevDagger = dagger(prev, 2);
         for (int j = 0; j < int(op->params.size()); ++j)
             derivs.push_back({op, j, multiply(multiply(prevDagger, fusion::denseOf(gateDerivative(*op, j)), 2), A, 2)});
     }
+    return A;
+}
+
+// One wire, in the unfused step's one-wire kernel (adjointStep), which takes any number of
+// derivatives: <lambda| G |phi> = <lambda| G A^dagger |A phi>.
+void AdjointFuser::applyOneWire(const Block &b, bool undoLambda) {
+    std::vector<Derivative> derivs;
+    const Matrix A = oneWire(b, derivs);
     const Matrix Adagger = dagger(A, 2);
     GateMatrix u;
     u.shape = Shape::Dense, u.k = 1, u.data = A;
@@ -180,12 +189,42 @@ void AdjointFuser::applyOneWire(const Block &b, bool undoLambda) {
     std::vector<cplx> elements(derivs.size());
     const Controls none;
     for (size_t l = 0; l < walk_.lambdas.size(); ++l) {
-        if (!adjointStep(walk_.phi, walk_.lambdas[l], walk_.n, u, dU.data(), int(dU.size()), W, none, l == 0,
-                         undoLambda, elements.data()))
+        if (!adjointStep(walk_.phi, walk_.lambdas[l], walk_.n, u, dU.data(), int(dU.size()), b.wires.data(), none,
+                         l == 0, undoLambda, elements.data()))
             fail(CF_ERR_INTERNAL, "adjoint Jacobian: no kernel for a fused one-wire block");
         for (size_t i = 0; i < derivs.size(); ++i)
             walk_.record(*derivs[i].op, derivs[i].j, l, 2.0 * elements[i].real());
     }
+}
+
+// The derivatives of every pending trainable block (each on one wire) where the states are
+// now, from the 2x2 cross sums of all their wires in one read-only pass per lambda
+// (crossSums); the blocks are constant afterwards. Fewer than minSweep blocks: nothing.
+void AdjointFuser::sweep() {
+    std::vector<Block *> pending;
+    for (Block &b : blocks_)
+        if (b.trainable) pending.push_back(&b);
+    if (minSweep_ <= 0 || pending.size() < size_t(minSweep_)) return;
+    std::vector<int> bits;
+    std::vector<Derivative> derivs;
+    std::vector<size_t> wireOf; // per derivative: its block's index in bits
+    for (Block *b : pending) {
+        if (b->wires.size() != 1) fail(CF_ERR_INTERNAL, "adjoint Jacobian: a trainable block on several wires");
+        bits.push_back(bitOf(walk_.n, b->wires[0]));
+        oneWire(*b, derivs);
+        wireOf.resize(derivs.size(), bits.size() - 1);
+    }
+    std::vector<cplx> S(4 * bits.size());
+    for (size_t l = 0; l < walk_.lambdas.size(); ++l) {
+        crossSums(walk_.phi, walk_.lambdas[l], walk_.n, bits.data(), int(bits.size()), S.data());
+        for (size_t i = 0; i < derivs.size(); ++i) {
+            cplx el = 0;
+            for (int e = 0; e < 4; ++e) el += derivs[i].G[size_t(e)] * S[4 * wireOf[i] + size_t(e)];
+            walk_.record(*derivs[i].op, derivs[i].j, l, 2.0 * el.real());
+        }
+    }
+    for (const Derivative &d : derivs) done_.insert(d.op);
+    for (Block *b : pending) b->trainable = false;
 }
 
 } // namespace cf

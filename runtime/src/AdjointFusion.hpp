@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <unordered_set>
 #include <vector>
 
 #include "QuantumDevice.hpp"
@@ -38,20 +39,24 @@
 
 namespace cf {
 
+constexpr int kMinSweepWires = 2; // the default of AdjointFuser's minSweep
+
 class AdjointFuser {
   public:
-    // The states and the Jacobian cells one walk updates. single(op, undoLambda) takes the
-    // unfused step of op; record(op, j, b, value) stores d<O_b>/d(param j of op).
+    // The states and the Jacobian cells one walk updates. single(op, undoLambda, derivatives)
+    // takes the unfused step of op (derivatives: with op's derivatives, else only undoing it);
+    // record(op, j, b, value) stores d<O_b>/d(param j of op).
     struct Walk {
         int n;
         cplx *phi;
         std::vector<cplx *> lambdas;
-        std::function<void(const Operation &, bool)> single;
+        std::function<void(const Operation &, bool, bool)> single;
         std::function<void(const Operation &, int, size_t, double)> record;
     };
 
-    // maxQubits: the widest block (0 or 1: every operation takes the unfused step).
-    AdjointFuser(Walk walk, int maxQubits);
+    // maxQubits: the widest block (0 or 1: every operation takes the unfused step);
+    // minSweep: the fewest pending trainable blocks one sweep takes (0: no sweeps).
+    AdjointFuser(Walk walk, int maxQubits, int minSweep);
 
     // The next operation walking back (op must stay alive until finish); last: the final
     // one the walk needs (the first trainable operation of the tape).
@@ -60,18 +65,28 @@ class AdjointFuser {
     void finish();
 
   private:
+    using Matrix = std::vector<cplx>; // D x D, row-major
     struct Block {
         std::vector<int64_t> wires;
         std::vector<const Operation *> ops; // in backward order
-        bool trainable = false;
+        bool trainable = false;             // with derivatives still to take
     };
+    struct Derivative {
+        const Operation *op;
+        int j;    // the parameter
+        Matrix G; // 2 x 2: the derivative is <lambda| G |phi> before the block
+    };
+    bool differentiate(const Operation &op) const; // trainable, derivatives not yet taken
     void apply(const Block &b, bool undoLambda);
     void applyConstant(const Block &b, bool undoLambda);
     void applyOneWire(const Block &b, bool undoLambda);
+    Matrix oneWire(const Block &b, std::vector<Derivative> &derivs) const;
+    void sweep();
 
     Walk walk_;
-    int maxQubits_;
+    int maxQubits_, minSweep_;
     std::vector<Block> blocks_;
+    std::unordered_set<const Operation *> done_; // whose derivatives a sweep took
 };
 
 } // namespace cf

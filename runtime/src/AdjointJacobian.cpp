@@ -66,6 +66,10 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
     int fusionQubits = fuser_.maxQubits();
     if (const char *k = std::getenv("COFACTOR_ADJOINT_FUSION_QUBITS"); k && *k && fusionQubits > 0)
         fusionQubits = std::atoi(k);
+    // the fewest pending trainable one-wire blocks whose derivatives one read-only sweep
+    // takes (AdjointFusion.hpp); COFACTOR_ADJOINT_SWEEP_WIRES=0: never (for A/B timings)
+    int sweepWires = kMinSweepWires;
+    if (const char *k = std::getenv("COFACTOR_ADJOINT_SWEEP_WIRES"); k && *k) sweepWires = std::atoi(k);
     StateBuffer phi, mu, scratch;
     std::vector<StateBuffer> lambda(batch);
     try {
@@ -84,11 +88,11 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
         for (size_t b = 0; b < count; ++b)
             applyObservable(*obs[first + b], sv_.data(), lambda[b].data(), scratch.data(), n_);
         // the unfused step of one operation (AdjointFusion.cpp gathers the others into blocks)
-        auto single = [&](const Operation &op, bool undoLambda) {
+        auto single = [&](const Operation &op, bool undoLambda, bool derivatives) {
             auto cell = [&](size_t b, size_t j) -> double & { // d<O_{first+b}>/d(param j of op)
                 return jac[(first + b) * size_t(numParams) + size_t(op.firstParam) + j];
             };
-            if (op.firstParam >= 0 && op.kind == Operation::Kind::Gate && op.params.size() <= 3) {
+            if (derivatives && op.firstParam >= 0 && op.kind == Operation::Kind::Gate && op.params.size() <= 3) {
                 // the fused step: phi with the first lambda, then each further lambda
                 const Canonical c = canonicalGate(op.gateId);
                 const GateMatrix uInv = baseGateMatrix(c.base, op.params.data(),
@@ -109,7 +113,7 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
                 if (fused) return; // (the first call fails, if any, before touching a state)
             }
             applyOperation(phi.data(), n_, op, /*inverse=*/true);
-            if (op.firstParam >= 0) {
+            if (derivatives && op.firstParam >= 0) {
                 const Controls ctrls = operationControls(op);
                 for (size_t j = 0; j < op.params.size(); ++j) {
                     const bool pauliRot = op.kind == Operation::Kind::PauliRot;
@@ -138,7 +142,7 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
                                     jac[(first + b) * size_t(numParams) + size_t(op.firstParam) + size_t(j)] = value;
                                 }};
         for (size_t b = 0; b < count; ++b) walk.lambdas.push_back(lambda[b].data());
-        AdjointFuser fuser(std::move(walk), fusionQubits);
+        AdjointFuser fuser(std::move(walk), fusionQubits, sweepWires);
         // operations before the first trainable one change no derivative: the walk ends there
         for (size_t i = tape.size(); i-- > firstTrainable;) fuser.add(tape[i], i == firstTrainable);
         fuser.finish();

@@ -53,6 +53,7 @@ void freeState(void *p, size_t bytes) {
 namespace isa_base {
 #include "StateVectorKernels.inc"
 #include "AdjointKernels.inc"
+#include "CrossSums.inc"
 #include "FusedKernels.inc"
 } // namespace isa_base
 
@@ -65,6 +66,7 @@ namespace isa_base {
 namespace isa_avx2 {
 #include "StateVectorKernels.inc"
 #include "AdjointKernels.inc"
+#include "CrossSums.inc"
 #include "FusedKernels.inc"
 } // namespace isa_avx2
 #pragma GCC pop_options
@@ -75,6 +77,7 @@ namespace isa_avx2 {
 namespace isa_avx512 {
 #include "StateVectorKernels.inc"
 #include "AdjointKernels.inc"
+#include "CrossSums.inc"
 #include "FusedKernels.inc"
 } // namespace isa_avx512
 #pragma GCC pop_options
@@ -148,6 +151,9 @@ void applyFusedDense(cplx *sv, int n, const cplx *M, const int64_t *wires, int k
 bool adjointStep(cplx *phi, cplx *lambda, int n, const GateMatrix &uInv, const GateMatrix *dU, int numDerivs,
                  const int64_t *targets, const Controls &ctrls, bool updatePhi, bool updateLambda, cplx *elements) {
     CF_DISPATCH(adjointStep(phi, lambda, n, uInv, dU, numDerivs, targets, ctrls, updatePhi, updateLambda, elements));
+}
+void crossSums(const cplx *phi, const cplx *lambda, int n, const int *bits, int m, cplx *S) {
+    CF_DISPATCH(crossSums(phi, lambda, n, bits, m, S));
 }
 
 } // namespace cf

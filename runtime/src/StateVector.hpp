@@ -146,4 +146,10 @@ namespace cf {
 bool adjointStep(cplx *phi, cplx *lambda, int n, const GateMatrix &uInv, const GateMatrix *dU, int numDerivs,
                  const int64_t *targets, const Controls &ctrls, bool updatePhi, bool updateLambda, cplx *elements);
 
+// For m distinct index bits at once (CrossSums.inc; the adjoint Jacobian's layer sweep,
+// AdjointFusion.hpp): S[4w + 2r + c] = sum over the amplitude pairs (i, i + 2^bits[w]) with
+// bit bits[w] of i clear of conj(lambda_(i + r 2^bits[w])) phi_(i + c 2^bits[w]), so that
+// <lambda| G |phi> = sum_rc G_rc S[4w + 2r + c] for any 2x2 G on that bit. Read only.
+void crossSums(const cplx *phi, const cplx *lambda, int n, const int *bits, int m, cplx *S);
+
 } // namespace cf
