@@ -427,6 +427,16 @@ def goals(res: dict) -> list[dict]:
                 0.5,
                 _why(per.get("default"), per.get("catalyst"), "cofactor", "catalyst"),
             )
+    grad, fwd = fu.get("sel_gradient", {}).get("default"), fu.get("sel", {}).get("default")
+    if grad or fwd:
+        r = ratio(grad, fwd)
+        add(
+            f"SEL gradient n={fu.get('sel_n')}, fused, one thread: <= 4x own forward",
+            f"cofactor gradient/forward (default fusion) = {fmt_ratio(r)}",
+            r,
+            4.0,
+            _why(grad, fwd, "gradient", "forward"),
+        )
     return out
 
 
