@@ -6,10 +6,28 @@
 // sets W; a block of the operations g_1 .. g_m (in backward order) is one pass per state:
 //   - without trainable operations, on at most maxQubits wires: A = g_m^dagger ... g_1^dagger
 //     applied to phi and to each lambda by the forward fuser's kernels (fusion::applyMatrix);
-//   - with trainable ones, on one wire (RZ RY RZ, a rotation with H, S or T around it): one
-//     sweep of the unfused step's one-wire kernel (adjointStep) with A and, per derivative,
-//     <lambda_(i-1)| dg_i |phi_i> = <lambda| G |A phi>, G = A_(i-1)^dagger dg_i A_i A^dagger
-//     (A_i = g_i^dagger ... g_1^dagger), for any number of derivatives.
+//   - with trainable ones, on one wire (RZ RY RZ, Rot, a rotation with H, S or T around
+//     it): its derivatives are <lambda_(i-1)| dg_i |phi_i> = <lambda| G_i |phi> with phi,
+//     lambda as they are before the block and G_i = A_(i-1)^dagger dg_i A_i (A_i = g_i^dagger
+//     ... g_1^dagger), a 2x2 matrix on the block's wire.
+// A trainable block is held until something on more wires needs its wire (or the walk
+// ends). Then the sweep takes the derivatives of every pending trainable block at once: the
+// blocks are on distinct wires and the states are the same for all, so one read-only pass
+// over phi and each lambda computes the 2x2 cross sums S_rc = sum conj(lambda_r) phi_c of
+// all their wires (crossSums, CrossSums.inc) and each derivative is sum_rc (G_i)_rc S_rc.
+// The blocks are constant after that and join the others (in StronglyEntanglingLayers: a
+// layer's Rot blocks merge with the previous layer's CNOTs into the 2-wire blocks the
+// forward pass also has). With fewer than minSweep pending blocks, each takes one sweep of
+// the unfused step's one-wire kernel instead (adjointStep with A and the G_i A^dagger).
+//
+// Cost, SEL at 16 wires, per layer and lambda: the one-wire kernel's sweeps did 6 complex
+// multiply-adds per amplitude and wire (A on phi and lambda, the four sums) and a read and
+// write of both states per wire; the layer sweep does 1.5 per amplitude and wire (three
+// sums per pair of amplitudes: S_01, S_10, S_11; S_00 from the total), reads both states
+// once, and A costs what the forward pass pays for it. Measured (one thread, CPU time,
+// loaded 2-core machine, load average 3.8-4.3, medians of 60 calls alternated 3 times):
+// SEL n=16, 4 layers, compiled gradient 10.9 ms with the one-wire sweeps, 8.1 ms with the
+// layer sweep, against a 2.0-2.3 ms forward; C ABI adjoint alone ~7.6 -> ~5.5 ms.
 // Trainable operations on several wires take their unfused step. (Blocks of 2-3 wires with
 // trainable operations were tried: one sweep with the D x D sums conj(lambda_r) phi_c, or
 // replaying the block's operations in registers; both cost more arithmetic than the passes
@@ -18,8 +36,9 @@
 //
 // Why reordering is allowed: blocks on disjoint wires commute, and moving the step of an
 // operation h past the step of a trainable g on other wires changes neither phi, lambda
-// nor <lambda| dg |phi> (h is applied to both sides and commutes with dg). A block that is
-// still pending when the walk ends holds only operations whose steps can be moved to the
+// nor <lambda| dg |phi> (h is applied to both sides and commutes with dg); for the same
+// reason a held block's derivatives may be taken after steps on other wires. A block that
+// is still pending when the walk ends holds only operations whose steps can be moved to the
 // very end: a block without trainable operations is dropped, the last one applied need not
 // update lambda. The walk ends at the first trainable operation of the tape (the ones
 // before it change no derivative).
