@@ -59,6 +59,13 @@
 namespace cf {
 
 constexpr int kMinSweepWires = 2; // the default of AdjointFuser's minSweep
+// The narrowest backward blocks when the forward pass fuses narrower (2 wires at 16-18
+// qubits): with the trainable blocks constant after their sweep, 3-wire blocks take in more
+// of the CNOTs that would otherwise each be a pass over phi and each lambda. Measured (C ABI
+// adjoint, SEL 4 layers, one thread, CPU time, load average ~4 on 2 cores, alternated runs),
+// 2 / 3 wires: n = 16 5.4, 5.2 / 5.0, 4.8 ms; n = 17 14.0, 13.7 / 11.4, 11.8 ms; n = 18
+// 30.2, 32.5 / 30.9, 26.0 ms (4 wires at 16: 8.4 ms, the compiled gradient).
+constexpr int kAdjointFusionQubits = 3;
 
 class AdjointFuser {
   public:

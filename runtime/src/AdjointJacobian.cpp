@@ -97,9 +97,10 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
     for (size_t i = 0; i < tape.size() && firstTrainable == tape.size(); ++i)
         if (tape[i].firstParam >= 0 && !tape[i].params.empty()) firstTrainable = i;
     if (firstTrainable == tape.size()) return; // no operation depends on a parameter
-    // the backward pass fuses as wide as the forward pass (COFACTOR_FUSION*), or as
-    // COFACTOR_ADJOINT_FUSION_QUBITS says (0: off)
+    // the backward pass fuses when the forward pass does (COFACTOR_FUSION*), as wide or at
+    // least kAdjointFusionQubits wide, or as COFACTOR_ADJOINT_FUSION_QUBITS says (0: off)
     int fusionQubits = fuser_.maxQubits();
+    if (fusionQubits > 0) fusionQubits = std::max(fusionQubits, kAdjointFusionQubits);
     if (const char *k = std::getenv("COFACTOR_ADJOINT_FUSION_QUBITS"); k && *k && fusionQubits > 0)
         fusionQubits = std::atoi(k);
     // the fewest pending trainable one-wire blocks whose derivatives one read-only sweep
