@@ -25,9 +25,14 @@
 // write of both states per wire; the layer sweep does 1.5 per amplitude and wire (three
 // sums per pair of amplitudes: S_01, S_10, S_11; S_00 from the total), reads both states
 // once, and A costs what the forward pass pays for it. Measured (one thread, CPU time,
-// loaded 2-core machine, load average 3.8-4.3, medians of 60 calls alternated 3 times):
-// SEL n=16, 4 layers, compiled gradient 10.9 ms with the one-wire sweeps, 8.1 ms with the
-// layer sweep, against a 2.0-2.3 ms forward; C ABI adjoint alone ~7.6 -> ~5.5 ms.
+// medians of 60-100 calls, alternated runs on the loaded 2-core machine): SEL n=16, 4
+// layers, the compiled gradient with the one-wire kernel's sweeps / the layer sweep
+// (COFACTOR_ADJOINT_SWEEP_WIRES=0 / 2, same build, load average ~4): 10.9, 11.0, 10.2 /
+// 8.1, 8.1, 8.0 ms against a 2.0-2.3 ms forward. Through the C ABI (forward + expval, then
+// the adjoint Jacobian), main a10b478 / this walk with the spare buffers and 3-wire backward
+// blocks (load average 4.7): adjoint 11.8, 11.6, 11.8 / 7.9, 7.8, 7.7 ms next to a 3.2-3.4 ms
+// forward, (forward + adjoint) / forward 4.50-4.63 / 3.39-3.44. At n=20 (load 5, same
+// build, sweep off / on): adjoint 255, 239 / 185, 217 ms next to a 67-80 ms forward.
 // Trainable operations on several wires take their unfused step. (Blocks of 2-3 wires with
 // trainable operations were tried: one sweep with the D x D sums conj(lambda_r) phi_c, or
 // replaying the block's operations in registers; both cost more arithmetic than the passes
