@@ -56,6 +56,7 @@ CONFIG = {
         "scale_sizes": scale.SIZES["quick"],
         "scale_cap_s": 60.0,
         "fusion_sel_n": 16,
+        "fusion_sel_extra_n": [],
         "fusion_qubits": [2, 3, 4],
         "timeout_s": 300,
     },
@@ -78,7 +79,9 @@ CONFIG = {
         "contention_max_total_s": 30.0,
         "scale_sizes": scale.SIZES["full"],
         "scale_cap_s": 600.0,
+        # issue 14's size; n = 16 (the quick run's size) is checked against the goal as well
         "fusion_sel_n": 20,
+        "fusion_sel_extra_n": [16],
         "fusion_qubits": [2, 3, 4, 5],
         "timeout_s": 1500,
     },
@@ -342,6 +345,18 @@ class Runner:
                     out["sel_gradient"][name] = _summ(r.get("gradient", r))
                 r = self.run(system, {"task": "long", "env": knobs, **timing})
                 out["long"][name] = _summ(r.get("forward", r))
+        # the SEL forward goal at the other sizes checked: default fusion against Catalyst
+        out["sel_extra"] = {}
+        for extra_n in self.cfg.get("fusion_sel_extra_n", []):
+            per: dict = {}
+            for system, name, knobs in runs:
+                if name not in ("default", "catalyst"):
+                    continue
+                if system != "cofactor" or "cofactor" in self.args.systems:
+                    spec = {"task": "sel", "n": extra_n, "parts": ["forward"], "env": knobs}
+                    r = self.run(system, {**spec, **timing})
+                    per[name] = _summ(r.get("forward", r))
+            out["sel_extra"][str(extra_n)] = per
         return out
 
 

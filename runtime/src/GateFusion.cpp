@@ -188,6 +188,86 @@ void GateFuser::configure(int n) {
 void GateFuser::discard() {
     blocks_.clear();
     used_ = 0;
+    prefix_ = prefixDirty_ = false;
+}
+
+void GateFuser::startFromZero(int n) {
+    discard();
+    if (!enabled()) return;
+    prefix_ = true;
+    wireVec_.assign(2 * size_t(n), cplx(0));
+    for (int w = 0; w < n; ++w) wireVec_[2 * size_t(w)] = 1;
+    cnots_.clear();
+}
+
+// Takes op into the product prefix if it keeps the state a permuted product state.
+bool GateFuser::absorb(const Operation &op) {
+    if (op.kind != Operation::Kind::Gate && op.kind != Operation::Kind::Unitary) return false;
+    if (!fusable(op)) return false;
+    int64_t w[kMaxQubits];
+    const int nw = localWires(op, w);
+    if (nw == 1 && cnots_.empty()) { // a one-wire gate on the product: its wire's 2-vector
+        const std::vector<cplx> m = localMatrix(op, 1, false);
+        cplx *v = &wireVec_[2 * size_t(w[0])];
+        const cplx v0 = v[0], v1 = v[1];
+        v[0] = m[0] * v0 + m[1] * v1;
+        v[1] = m[2] * v0 + m[3] * v1;
+        prefixDirty_ = true;
+        return true;
+    }
+    if (op.kind != Operation::Kind::Gate) return false;
+    const int64_t base = canonicalGate(op.gateId).base;
+    const Controls c = operationControls(op);
+    if (base == CF_GATE_PauliX && c.size == 1 && c.value[0] == 1 && nw == 2) { // CNOT
+        cnots_.emplace_back(c.wire[0], w[0]);
+    } else if (base == CF_GATE_SWAP && c.size == 0 && nw == 2) { // three CNOTs
+        cnots_.emplace_back(w[0], w[1]);
+        cnots_.emplace_back(w[1], w[0]);
+        cnots_.emplace_back(w[0], w[1]);
+    } else {
+        return false;
+    }
+    prefixDirty_ = true;
+    return true;
+}
+
+// Writes the prefix's state: amplitude j is the product state's amplitude at i = P^-1 j,
+// P the CNOTs in order (P^-1: the same CNOTs in reverse), i linear in j over GF(2).
+void GateFuser::writePrefix(cplx *sv, int n) {
+    prefix_ = false;
+    if (!prefixDirty_) return; // still |0...0>
+    prefixDirty_ = false;
+    const int h = n / 2;
+    auto preimage = [&](uint64_t j) {
+        for (auto it = cnots_.rbegin(); it != cnots_.rend(); ++it)
+            if ((j >> bitOf(n, it->first)) & 1) j ^= uint64_t(1) << bitOf(n, it->second);
+        return j;
+    };
+    const uint64_t lowSize = uint64_t(1) << h, highSize = uint64_t(1) << (n - h);
+    std::vector<cplx> tlo(lowSize), thi(highSize);
+    std::vector<uint64_t> llo, lhi;
+    // bit b of an index is wire n-1-b
+    auto table = [&](std::vector<cplx> &t, int firstBit, uint64_t size) {
+        for (uint64_t m = 0; m < size; ++m) {
+            cplx a = 1;
+            for (int b = 0; (uint64_t(1) << b) < size; ++b)
+                a *= wireVec_[2 * size_t(n - 1 - (firstBit + b)) + ((m >> b) & 1)];
+            t[m] = a;
+        }
+    };
+    table(tlo, 0, lowSize);
+    table(thi, h, highSize);
+    const bool identity = cnots_.empty();
+    if (!identity) { // the preimage of each basis bit, combined per half by XOR
+        uint64_t col[64];
+        for (int b = 0; b < n; ++b) col[b] = preimage(uint64_t(1) << b);
+        llo.assign(lowSize, 0);
+        lhi.assign(highSize, 0);
+        for (uint64_t m = 1; m < lowSize; ++m) llo[m] = llo[m & (m - 1)] ^ col[__builtin_ctzll(m)];
+        for (uint64_t m = 1; m < highSize; ++m) lhi[m] = lhi[m & (m - 1)] ^ col[h + __builtin_ctzll(m)];
+    }
+    cnots_.clear();
+    writeProductState(sv, n, h, tlo.data(), thi.data(), llo.data(), lhi.data(), identity);
 }
 
 void GateFuser::flushAll(cplx *sv, int n) {
@@ -216,6 +296,10 @@ void GateFuser::applyBlock(cplx *sv, int n, const Block &b) {
 
 void GateFuser::add(cplx *sv, int n, const Operation &op) {
     if (!enabled()) return applyOperation(sv, n, op, false);
+    if (prefix_) {
+        if (absorb(op)) return;
+        writePrefix(sv, n);
+    }
     // bounds the pool of queued operations on long circuits that never read the state
     if (used_ >= kMaxPending) flushAll(sv, n);
     int64_t w[kMaxQubits];

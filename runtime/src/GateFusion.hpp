@@ -55,6 +55,11 @@ constexpr size_t kMaxPending = 4096; // queued operations before everything is a
 // (FusedKernels.inc; defined in StateVector.cpp per ISA).
 void applyFusedDense(cplx *sv, int n, const cplx *M, const int64_t *wires, int k);
 
+// sv[j] = thi[i >> h] tlo[i & (2^h - 1)], i = lhi[j >> h] ^ llo[j & (2^h - 1)], for all 2^n
+// amplitudes (identity: i = j): the product prefix's state (FusedKernels.inc).
+void writeProductState(cplx *sv, int n, int h, const cplx *tlo, const cplx *thi, const uint64_t *llo,
+                       const uint64_t *lhi, bool identity);
+
 // The pieces the forward fuser and the adjoint Jacobian's backward fuser (AdjointFusion.hpp)
 // share. An operation's "local wires" are its targets, then its controls (built-in first).
 namespace fusion {
@@ -90,10 +95,13 @@ class GateFuser {
     void add(cplx *sv, int n, const Operation &op);
     // Applies every pending block.
     void flush(cplx *sv, int n) {
+        if (prefix_) writePrefix(sv, n);
         if (!blocks_.empty()) flushAll(sv, n);
     }
     // Forgets the pending blocks (the state is about to be replaced).
     void discard();
+    // The state is |0...0> (a device reset): the product prefix starts (see below).
+    void startFromZero(int n);
 
   private:
     struct Block {
@@ -102,6 +110,18 @@ class GateFuser {
     };
     void flushAll(cplx *sv, int n);
     void applyBlock(cplx *sv, int n, const Block &b);
+    bool absorb(const Operation &op);
+    void writePrefix(cplx *sv, int n);
+
+    // Product prefix: from |0...0>, single-qubit gates keep the state a product of one
+    // 2-vector per wire, and CNOTs and SWAPs after them only permute its amplitudes; so the
+    // first layer of a layered circuit (Rot on every wire, then a CNOT ring) is kept as n
+    // 2-vectors and a permutation and written in one pass (writeProductState) when the
+    // first other operation comes or the state is read, instead of a pass per gate or block.
+    bool prefix_ = false;        // the state is |0...0> under the pending wire vectors/swaps
+    bool prefixDirty_ = false;   // some gate was absorbed
+    std::vector<cplx> wireVec_;  // 2 per wire
+    std::vector<std::pair<int64_t, int64_t>> cnots_; // (control, target), in order
 
     int maxQubits_ = 0;
     std::vector<Block> blocks_;

@@ -148,6 +148,10 @@ void marginalProbs(const cplx *sv, int n, const int64_t *wires, int k, double *o
 void applyFusedDense(cplx *sv, int n, const cplx *M, const int64_t *wires, int k) {
     CF_DISPATCH(fused::applyDense(sv, n, M, wires, k));
 }
+void writeProductState(cplx *sv, int n, int h, const cplx *tlo, const cplx *thi, const uint64_t *llo,
+                       const uint64_t *lhi, bool identity) {
+    CF_DISPATCH(fused::productState(sv, n, h, tlo, thi, llo, lhi, identity));
+}
 bool adjointStep(cplx *phi, cplx *lambda, int n, const GateMatrix &uInv, const GateMatrix *dU, int numDerivs,
                  const int64_t *targets, const Controls &ctrls, bool updatePhi, bool updateLambda, cplx *elements) {
     CF_DISPATCH(adjointStep(phi, lambda, n, uInv, dU, numDerivs, targets, ctrls, updatePhi, updateLambda, elements));

@@ -185,6 +185,7 @@ void StateVectorDevice::resetState() {
     fuser_.discard();
     fillZero(sv_.data(), sv_.size());
     sv_[0] = 1;
+    fuser_.startFromZero(n_);
 }
 
 void StateVectorDevice::state(double *out) {

@@ -291,3 +291,153 @@ def test_dense_blocks_at_lower_instruction_set_levels(isa):
         timeout=300,
     )
     assert run.returncode == 0, run.stdout.decode()[-3000:] + run.stderr.decode()[-2000:]
+
+
+# The product prefix (GateFusion.hpp): from |0...0>, one-wire gates and then CNOTs / SWAPs
+# are kept as per-wire 2-vectors and a permutation and written in one pass when anything
+# else comes. Each program: one-wire gates (named, adjoint, unitaries), then permutations
+# (CNOT, SWAP, PauliX with a control of value 1 -- and of value 0, which ends the prefix),
+# then one operation that ends it; fused against unfused, at sizes with even and odd halves
+# and one above the threading threshold.
+_PREFIX_ONE_WIRE = ["Hadamard", "RX", "RY", "RZ", "Rot", "S", "T", "PauliY", "U3", "PhaseShift"]
+_PREFIX_ENDS = [
+    "state",
+    "expval",
+    "probs",
+    "measure",
+    "Rot",
+    "IsingXY",
+    "pauli_rot",
+    "GlobalPhase",
+    "sample",
+    "CRX",
+    "Toffoli",
+]
+
+
+def _prefix_program(rng, n: int, end: str, permutations: bool):
+    prog = []
+    for _ in range(int(rng.integers(0, 2 * n + 1))):
+        w = int(rng.integers(n))
+        if rng.random() < 0.2:
+            prog.append(
+                ("unitary", unitary_group.rvs(2, random_state=rng), [w], bool(rng.integers(2)))
+            )
+        else:
+            name = str(rng.choice(_PREFIX_ONE_WIRE))
+            prog.append(("named", name, [w], [], []))
+    for _ in range(int(rng.integers(0, 2 * n + 1)) if permutations and n > 1 else 0):
+        a, b = (int(x) for x in rng.permutation(n)[:2])
+        kind = rng.random()
+        if kind < 0.6:
+            prog.append(("named", "CNOT", [a, b], [], []))
+        elif kind < 0.8:
+            prog.append(("named", "SWAP", [a, b], [], []))
+        else:
+            prog.append(("named", "PauliX", [b], [a], [1]))
+    if end == "measure":
+        prog.append(("measure", int(rng.integers(n)), bool(rng.integers(2))))
+    elif end in ("Rot", "GlobalPhase"):
+        prog.append(("named", end, [int(rng.integers(n))] if end == "Rot" else [], [], []))
+    elif end in ("IsingXY", "CRX") and n >= 2:
+        prog.append(("named", end, [int(x) for x in rng.permutation(n)[:2]], [], []))
+    elif end == "Toffoli" and n >= 3:
+        a, b, c = (int(x) for x in rng.permutation(n)[:3])
+        prog.append(("named", "PauliX", [c], [a, b], [0, 1]))  # a control of value 0
+    elif end == "pauli_rot":
+        prog.append(("pauli_rot", 0.3, "XY"[: min(n, 2)], list(range(min(n, 2))), False))
+    # the one-wire gates again: after the end they take the ordinary path
+    prog.append(("named", "Rot", [0], [], []))
+    return prog
+
+
+def _run_prefix(rt, prog, n: int, shots: int):
+    rt.acquire(n, shots=shots, seed=11)
+    rng = np.random.default_rng(9)
+    outcomes = []
+    for item in prog:
+        if item[0] == "measure":
+            outcomes.append(rt.measure(item[1], reset=item[2]))
+        elif item[0] == "unitary":
+            rt.unitary(item[1], item[2], adjoint=item[3])
+        elif item[0] == "pauli_rot":
+            rt.pauli_rot(item[1], item[2], item[3], adjoint=item[4])
+        else:
+            _, name, wires, ctrls, cvals = item
+            params = rng.normal(size=rt.gates[name][1])
+            rt.gate(name, params, wires, adjoint=bool(rng.integers(2)), ctrls=ctrls, cvals=cvals)
+    expz = [rt.expval(rt.named("PauliZ", w)) for w in range(n)]
+    samples = rt.sample() if shots else None
+    return rt.state(), outcomes, expz, samples
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8, 17])
+@pytest.mark.parametrize("end", _PREFIX_ENDS)
+def test_product_prefix_matches_unfused(rt, monkeypatch, n, end):
+    rng = np.random.default_rng(100 * n + _PREFIX_ENDS.index(end))
+    shots = 20 if end == "sample" else 0
+    for permutations in (False, True):
+        prog = _prefix_program(rng, n, end, permutations)
+        _set(monkeypatch, False)
+        ref = _run_prefix(rt, prog, n, shots)
+        for qubits in (2, 3):
+            _set(monkeypatch, True, qubits)
+            got = _run_prefix(rt, prog, n, shots)
+            np.testing.assert_allclose(got[0], ref[0], atol=1e-12, rtol=0, err_msg=f"k={qubits}")
+            assert got[1] == ref[1]
+            np.testing.assert_allclose(got[2], ref[2], atol=1e-12, rtol=0)
+            if shots:
+                np.testing.assert_array_equal(got[3], ref[3])
+
+
+def test_product_prefix_against_pennylane(rt, monkeypatch):
+    """A first layer written by the prefix (Rot on every wire, then a CNOT ring) followed by
+    more layers, against default.qubit, on a register above the threading threshold."""
+    import pennylane as qml
+
+    n, layers = 17, 2
+    weights = np.random.default_rng(5).normal(size=(layers, n, 3))
+    _set(monkeypatch, True, 2)
+    monkeypatch.setenv("COFACTOR_FUSION_MIN_QUBITS", "16")  # the default
+    rt.acquire(n)
+    for layer in range(layers):
+        for w in range(n):
+            rt.gate("Rot", weights[layer, w], [w])
+        for w in range(n):
+            rt.gate("CNOT", [], [w, (w + layer + 1) % n])
+    got = rt.state()
+
+    @qml.qnode(qml.device("default.qubit", wires=n))
+    def circuit():
+        qml.StronglyEntanglingLayers(weights, wires=range(n))
+        return qml.state()
+
+    np.testing.assert_allclose(got, circuit(), atol=1e-12)
+
+
+@pytest.mark.parametrize("isa", ["base", "avx2"])
+def test_product_prefix_at_lower_instruction_set_levels(isa):
+    """writeProductState is compiled per instruction-set level: the prefix tests in a child
+    (COFACTOR_ISA is read once per process)."""
+    import os
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-x",
+            __file__,
+            "-k",
+            "product_prefix and not lower",
+        ],
+        env=dict(os.environ, COFACTOR_ISA=isa),
+        capture_output=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout.decode()[-3000:] + run.stderr.decode()[-2000:]

@@ -339,3 +339,87 @@ def test_gates_on_the_last_wires_at_every_instruction_set_level(lib, rng):
         assert run.returncode == 0, run.stderr.decode()
         state = np.frombuffer(run.stdout, dtype=np.complex128)
         np.testing.assert_allclose(state, expected, atol=1e-10, err_msg=f"COFACTOR_ISA={isa}")
+
+
+# Two-target matrices that do not mix the target outside a chunk (block diagonal on it: a
+# controlled-U, as fused CNOT + Rot blocks are) take chunked kernels of their own (JX = 1 in
+# ChunkedKernels.inc); every placement: the outside target on bit 2, a middle or the top
+# wire, first or second, the inside one on lane bit 0 or 1; complex, real and
+# rotation-like (real diagonal, imaginary off-diagonal) blocks.
+def _controlled_blocks(rng):
+    from scipy.stats import ortho_group, unitary_group
+
+    theta = rng.uniform(0, 3, 2)
+    rotation = [
+        np.array([[np.cos(t), -1j * np.sin(t)], [-1j * np.sin(t), np.cos(t)]]) for t in theta
+    ]
+    pauli_y = np.array([[0, -1j], [1j, 0]])
+    for kind, (u0, u1) in {
+        "complex": [unitary_group.rvs(2, random_state=rng) for _ in range(2)],
+        "real": [ortho_group.rvs(2, random_state=rng) for _ in range(2)],
+        "rotation": rotation,
+        "swap-lanes": [pauli_y, np.array([[0, 1], [1, 0]])],
+    }.items():
+        yield kind, np.block([[u0, np.zeros((2, 2))], [np.zeros((2, 2)), u1]])
+
+
+def _apply_reference(state, n, matrix, wires):
+    psi = state.reshape((2,) * n)
+    psi = np.tensordot(matrix.reshape(2, 2, 2, 2), psi, axes=[[2, 3], wires])
+    return np.moveaxis(psi, [0, 1], wires).reshape(-1)
+
+
+def test_controlled_blocks_with_one_target_in_a_chunk(rt, rng, monkeypatch):
+    monkeypatch.setenv("COFACTOR_FUSION", "0")
+    n = 17
+    psi = rng.normal(size=2**n) + 1j * rng.normal(size=2**n)
+    psi /= np.linalg.norm(psi)
+    rt.acquire(n)
+    for kind, block in _controlled_blocks(rng):
+        for outside in (n - 3, n // 2, 0):
+            for inside in (n - 1, n - 2):
+                for wires in ([outside, inside], [inside, outside]):
+                    # the first target is the matrix's high bit: with the inside one first,
+                    # the same block is block diagonal on the second target
+                    m = block if wires[0] == outside else _swap_targets(block)
+                    rt.set_state(psi)
+                    rt.unitary(m, wires)
+                    np.testing.assert_allclose(
+                        rt.state(),
+                        _apply_reference(psi, n, m, wires),
+                        atol=1e-12,
+                        err_msg=f"{kind} on {wires}",
+                    )
+
+
+def _swap_targets(m):
+    perm = [0, 2, 1, 3]
+    return m[np.ix_(perm, perm)]
+
+
+@pytest.mark.parametrize("isa", ["base", "avx2"])
+def test_controlled_blocks_at_lower_instruction_set_levels(isa):
+    """The same at the other instruction-set levels (COFACTOR_ISA is read once per
+    process: a child pytest)."""
+    import os
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-x",
+            __file__,
+            "-k",
+            "test_controlled_blocks_with_one_target_in_a_chunk",
+        ],
+        env=dict(os.environ, COFACTOR_ISA=isa),
+        capture_output=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout.decode()[-3000:] + run.stderr.decode()[-2000:]
