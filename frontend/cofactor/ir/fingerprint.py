@@ -1,0 +1,191 @@
+"""A fingerprint of a traced module: the disk cache's key without printing the module.
+
+A cached function's first call in a new process traces the Python function again (the key
+must describe the program that would be compiled now, not the Python code that made it),
+then looks the library up. Printing the module only to hash its text cost as much as a
+third of that call. `module_fingerprint` walks the ops instead and hashes what the printed
+text is made of, in order:
+
+- every op: its class and name, its operands (which value each is: values are numbered in
+  the order they first appear), its results (their numbers and types), its properties and
+  attributes (name and value, in order), its successors (block numbers) and its regions;
+- every block: its number, its arguments (numbers and types), its ops, and an end mark;
+- every attribute or type by structure: a `Data` attribute by its class and Python value
+  (repr of ints, floats, strings, bytes; enums by name; tuples and dicts element by
+  element), a `ParametrizedAttribute` by its class and its parameters (lists of tokens are
+  written with their count and each token's length); any other attribute, or a value of
+  another kind, by xDSL's printed text of it;
+- the text the frontend splices into the module after printing (`extra`).
+
+Every token is either fixed by the grammar (a count, a marker) or escaped (a repr or a
+class name), and every list is preceded by its length or closed by a mark, so two streams
+are equal only when the programs are. What the walk leaves out does not change what is
+compiled: the names of SSA values (`%x`, which MLIR's parser drops) and op locations
+(which the printer leaves out). Two programs that differ in anything that reaches the
+compiler get different fingerprints; the same program gets the same one in every process
+(nothing in a token depends on addresses or hash seeds). tests/frontend/test_fingerprint.py
+checks both.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from collections.abc import Iterable
+
+from xdsl.ir import Attribute, Block, Data, Operation, ParametrizedAttribute, SSAValue
+from xdsl.printer import Printer
+
+#: Bumped whenever the token grammar changes.
+VERSION = "1"
+
+#: attribute -> its token, shared by every module fingerprinted in this process (an
+#: attribute's token depends on nothing but its value). Bounded like the printer's caches.
+_TOKENS: dict[Attribute, str] = {}
+_TOKENS_LIMIT = 20_000
+
+
+def attribute_token(attr: Attribute) -> str:
+    """The token of one attribute or type (cached by value)."""
+    try:
+        token = _TOKENS.get(attr)
+    except TypeError:  # an unhashable attribute: no cache
+        return _make_token(attr)
+    if token is None:
+        token = _make_token(attr)
+        if len(_TOKENS) < _TOKENS_LIMIT:
+            _TOKENS[attr] = token
+    return token
+
+
+def _class_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _make_token(attr: Attribute) -> str:
+    cls = type(attr)
+    if isinstance(attr, ParametrizedAttribute):
+        return f"{_class_name(cls)}<{attr.name}>{_sequence(attr.parameters)}"
+    if isinstance(attr, Data):
+        inner = _python_token(attr.data)
+        if inner is not None:
+            return f"{_class_name(cls)}<{attr.name}>[{inner}]"
+    return f"{_class_name(cls)}!{_printed(attr)!r}"
+
+
+def _value_token(value: object) -> str:
+    if isinstance(value, Attribute):
+        return attribute_token(value)
+    inner = _python_token(value)
+    return inner if inner is not None else f"?{_printed(value)!r}"
+
+
+def _python_token(value: object) -> str | None:
+    """The token of a plain Python value inside an attribute; None for another kind."""
+    kind = type(value)
+    if kind in (int, float, str, bytes, bool) or value is None:
+        return f"{kind.__name__}:{value!r}"
+    if isinstance(value, Attribute):
+        return attribute_token(value)
+    if isinstance(value, enum.Enum):
+        return f"{_class_name(kind)}.{value.name}"
+    if kind in (tuple, list):
+        return kind.__name__ + _sequence(value)
+    if kind is dict:
+        return "dict" + _sequence([x for item in value.items() for x in item])
+    return None
+
+
+def _sequence(values: Iterable[object]) -> str:
+    """Tokens of several values, each preceded by its length: `(n|len:token|len:token)`."""
+    tokens = [_value_token(v) for v in values]
+    return f"({len(tokens)}" + "".join(f"|{len(t)}:{t}" for t in tokens) + ")"
+
+
+def _printed(value: object) -> str:
+    """xDSL's text of an attribute (or anything its printer prints): the fallback token, as
+    complete as the module's text by definition."""
+    from io import StringIO
+
+    stream = StringIO()
+    printer = Printer(stream=stream)
+    if isinstance(value, Attribute):
+        printer.print_attribute(value)
+    else:
+        printer.print_string(repr(value))
+    return stream.getvalue()
+
+
+class _Walk:
+    """The token stream of one module."""
+
+    def __init__(self) -> None:
+        self.tokens: list[str] = []
+        self._values: dict[int, int] = {}  # id(SSA value) -> number (all live while walking)
+        self._blocks: dict[int, int] = {}  # id(block) -> number
+
+    def value(self, v: SSAValue) -> str:
+        number = self._values.get(id(v))
+        if number is None:
+            number = self._values[id(v)] = len(self._values)
+        return str(number)
+
+    def block_number(self, block: Block) -> str:
+        number = self._blocks.get(id(block))
+        if number is None:
+            number = self._blocks[id(block)] = len(self._blocks)
+        return str(number)
+
+    def op(self, op: Operation) -> None:
+        out = self.tokens.append
+        value = self.value
+        token = attribute_token
+        out(f"op {_class_name(type(op))} {op.name}")
+        operands = op.operands
+        out(f"operands {len(operands)}")
+        for v in operands:
+            out(value(v))
+        results = op.results
+        out(f"results {len(results)}")
+        for r in results:
+            out(value(r))
+            out(token(r.type))
+        for label, mapping in (("properties", op.properties), ("attributes", op.attributes)):
+            out(f"{label} {len(mapping)}")
+            for name, attr in mapping.items():
+                out(repr(name))
+                out(token(attr))
+        successors = op.successors
+        out(f"successors {len(successors)}")
+        for block in successors:
+            out(self.block_number(block))
+        regions = op.regions
+        out(f"regions {len(regions)}")
+        for region in regions:
+            for block in region.blocks:
+                self.block(block)
+            out("end region")
+
+    def block(self, block: Block) -> None:
+        out = self.tokens.append
+        args = block.args
+        out(f"block {self.block_number(block)} {len(args)}")
+        for a in args:
+            out(self.value(a))
+            out(attribute_token(a.type))
+        for op in block.ops:
+            self.op(op)
+        out("end block")
+
+
+def module_fingerprint(module: Operation, extra: Iterable[str] = ()) -> str:
+    """The SHA-256 (hex) of `module`'s token stream and of the texts `extra` that are
+    spliced into its printed form."""
+    walk = _Walk()
+    walk.op(module)
+    digest = hashlib.sha256(f"cofactor-ir-fingerprint {VERSION}\n".encode())
+    digest.update("\n".join(walk.tokens).encode())
+    for text in extra:
+        digest.update(f"\nextra {len(text)}\n".encode())
+        digest.update(text.encode())
+    return digest.hexdigest()
