@@ -155,9 +155,10 @@ def test_the_same_program_gets_the_same_key():
     assert first == again
     # a different Python function with the same program: the same key (the key is the
     # program, not the code that made it)
-    assert key_and_text(lambda a, b: a + b, F64, F64)[0] == key_and_text(
-        lambda x, y: x + y, F64, F64
-    )[0]
+    assert (
+        key_and_text(lambda a, b: a + b, F64, F64)[0]
+        == key_and_text(lambda x, y: x + y, F64, F64)[0]
+    )
 
 
 CHILD = """
