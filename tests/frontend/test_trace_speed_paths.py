@@ -92,14 +92,14 @@ def test_module_text_matches_xdsl_on_traced_programs():
         seen.append(text)
         return text
 
-    import cofactor.jit as jit
+    from cofactor.ir import traced
 
-    jit.module_text, saved = checked, jit.module_text
+    traced.module_text, saved = checked, traced.module_text
     try:
         _trace(circuit, [BufferSpec((3,), np.dtype(np.float64))])
         _trace(classical, specs)
     finally:
-        jit.module_text = saved
+        traced.module_text = saved
     assert len(seen) == 2
 
 

@@ -16,6 +16,7 @@ from xdsl.dialects import arith, func, math, memref
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     FlatSymbolRefAttr,
     FloatAttr,
@@ -23,10 +24,12 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     StringAttr,
+    SymbolRefAttr,
     TensorType,
     UnitAttr,
     f64,
     i1,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -63,6 +66,39 @@ def memref_type(shape: Sequence[int], dtype: np.dtype) -> MemRefType:
         if len(_MEMREF_TYPES) < _ATTR_CACHE_SIZE:
             _MEMREF_TYPES[key] = type_
     return type_
+
+
+def call_op(
+    name: str, args: Sequence[SSAValue], result_types: Sequence[Attribute] = ()
+) -> func.CallOp:
+    """`func.call @name(args)`: the op `func.CallOp(name, args, result_types)` makes, built
+    without xDSL's generic constructor, whose first list of operands costs a millisecond
+    of `isinstance` checks against every op class (ABC caches), once per process: on the
+    path of a function's first call, which the disk cache otherwise serves in a few ms."""
+    return func.CallOp.create(
+        operands=list(args),
+        result_types=list(result_types),
+        properties={"callee": _symbol_ref(name)},
+    )
+
+
+def return_op(*values: SSAValue) -> func.ReturnOp:
+    """`func.return values`, as `func.ReturnOp(*values)` makes it (see `call_op`)."""
+    return func.ReturnOp.create(operands=values)
+
+
+def _symbol_ref(name: str) -> SymbolRefAttr:
+    ref = _SYMBOL_REFS.get(name)
+    if ref is None:
+        ref = SymbolRefAttr(name)
+        if len(_SYMBOL_REFS) < _ATTR_CACHE_SIZE:
+            _SYMBOL_REFS[name] = ref
+    return ref
+
+
+_SYMBOL_REFS: dict[str, SymbolRefAttr] = {}
+#: the operand segment sizes of an alloc/alloca without dynamic sizes or symbol operands
+_NO_SEGMENTS = DenseArrayBase.from_list(i32, (0, 0))
 
 
 #: (shape, dtype) -> its memref type. Types are immutable values, and xDSL's constructor
@@ -150,7 +186,7 @@ class IRBuilder:
             self.libm_declared.add(name)
             nargs = LIBM_FUNCTIONS[name]
             self.module_ops.append(func.FuncOp.external(name, [f64] * nargs, [f64]))
-        return self.res(func.CallOp(name, list(args), [f64]))
+        return self.res(call_op(name, args, [f64]))
 
     def math(self, op_class: type[Operation], a: SSAValue) -> SSAValue:
         return self.res(_typed_op(op_class, SSAValue.get(a)))
@@ -186,10 +222,20 @@ class IRBuilder:
 
     # -- memory ----------------------------------------------------------------------
     def alloc(self, type_: MemRefType) -> SSAValue:
-        return self.res(memref.AllocOp.get(type_.element_type, shape=type_.get_shape()))
+        # (the op `memref.AllocOp.get(element type, shape)` makes; see `call_op` for why not
+        # through xDSL's constructor)
+        return self.res(
+            memref.AllocOp.create(
+                result_types=[type_], properties={"operandSegmentSizes": _NO_SEGMENTS}
+            )
+        )
 
     def alloca(self, type_: MemRefType) -> SSAValue:
-        return self.res(memref.AllocaOp.get(type_.element_type, shape=type_.get_shape()))
+        return self.res(
+            memref.AllocaOp.create(
+                result_types=[type_], properties={"operandSegmentSizes": _NO_SEGMENTS}
+            )
+        )
 
     def constant_array(self, name: str, arr: np.ndarray) -> SSAValue:
         """A read-only memref holding `arr` (float64 or int64; complex as trailing 2xf64): one
@@ -239,7 +285,7 @@ class IRBuilder:
         self.insert(memref.CopyOp(src, dst))
 
     def call(self, name: str, args: Sequence[SSAValue]) -> None:
-        self.insert(func.CallOp(name, list(args), []))
+        self.insert(call_op(name, args))
 
 
 #: (op class, operand types) -> (result types, properties, attributes) of `op_class(*operands)`

@@ -59,14 +59,45 @@ def attribute_token(attr: Attribute) -> str:
 
 
 def _class_name(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
+    name = _CLASS_NAMES.get(cls)
+    if name is None:
+        name = _CLASS_NAMES[cls] = f"{cls.__module__}.{cls.__qualname__}"
+    return name
+
+
+_CLASS_NAMES: dict[type, str] = {}
+
+
+def _kind(cls: type) -> str:
+    """The kind of a class ("parametrized", "data", "attribute", "enum" or ""), found
+    in its MRO: `isinstance` against xDSL's abstract base classes walks every subclass of
+    the base the first time a class is checked (a millisecond on a cached first call)."""
+    kind = _KINDS.get(cls)
+    if kind is None:
+        mro = cls.__mro__
+        kind = _KINDS[cls] = (
+            "parametrized"
+            if ParametrizedAttribute in mro
+            else "data"
+            if Data in mro
+            else "attribute"
+            if Attribute in mro
+            else "enum"
+            if enum.Enum in mro
+            else ""
+        )
+    return kind
+
+
+_KINDS: dict[type, str] = {}
 
 
 def _make_token(attr: Attribute) -> str:
     cls = type(attr)
-    if isinstance(attr, ParametrizedAttribute):
+    kind = _kind(cls)
+    if kind == "parametrized":
         return f"{_class_name(cls)}<{attr.name}>{_sequence(attr.parameters)}"
-    if isinstance(attr, Data):
+    if kind == "data":
         inner = _python_token(attr.data)
         if inner is not None:
             return f"{_class_name(cls)}<{attr.name}>[{inner}]"
@@ -74,7 +105,7 @@ def _make_token(attr: Attribute) -> str:
 
 
 def _value_token(value: object) -> str:
-    if isinstance(value, Attribute):
+    if _kind(type(value)) in ("parametrized", "data", "attribute"):
         return attribute_token(value)
     inner = _python_token(value)
     return inner if inner is not None else f"?{_printed(value)!r}"
@@ -85,9 +116,10 @@ def _python_token(value: object) -> str | None:
     kind = type(value)
     if kind in (int, float, str, bytes, bool) or value is None:
         return f"{kind.__name__}:{value!r}"
-    if isinstance(value, Attribute):
+    category = _kind(kind)
+    if category in ("parametrized", "data", "attribute"):
         return attribute_token(value)
-    if isinstance(value, enum.Enum):
+    if category == "enum":
         return f"{_class_name(kind)}.{value.name}"
     if kind in (tuple, list):
         return kind.__name__ + _sequence(value)
@@ -109,7 +141,7 @@ def _printed(value: object) -> str:
 
     stream = StringIO()
     printer = Printer(stream=stream)
-    if isinstance(value, Attribute):
+    if _kind(type(value)) in ("parametrized", "data", "attribute"):
         printer.print_attribute(value)
     else:
         printer.print_string(repr(value))
@@ -123,6 +155,15 @@ class _Walk:
         self.tokens: list[str] = []
         self._values: dict[int, int] = {}  # id(SSA value) -> number (all live while walking)
         self._blocks: dict[int, int] = {}  # id(block) -> number
+        # id(attribute) -> token: ops share attribute objects, and hashing one by value
+        # walks its parameters (every attribute lives as long as the module)
+        self._by_id: dict[int, str] = {}
+
+    def attribute(self, attr: Attribute) -> str:
+        token = self._by_id.get(id(attr))
+        if token is None:
+            token = self._by_id[id(attr)] = attribute_token(attr)
+        return token
 
     def value(self, v: SSAValue) -> str:
         number = self._values.get(id(v))
@@ -139,7 +180,7 @@ class _Walk:
     def op(self, op: Operation) -> None:
         out = self.tokens.append
         value = self.value
-        token = attribute_token
+        token = self.attribute
         out(f"op {_class_name(type(op))} {op.name}")
         operands = op.operands
         out(f"operands {len(operands)}")
@@ -172,7 +213,7 @@ class _Walk:
         out(f"block {self.block_number(block)} {len(args)}")
         for a in args:
             out(self.value(a))
-            out(attribute_token(a.type))
+            out(self.attribute(a.type))
         for op in block.ops:
             self.op(op)
         out("end block")
