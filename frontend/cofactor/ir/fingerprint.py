@@ -37,7 +37,7 @@ from xdsl.ir import Attribute, Block, Data, Operation, ParametrizedAttribute, SS
 from xdsl.printer import Printer
 
 #: Bumped whenever the token grammar changes.
-VERSION = "1"
+VERSION = "2"
 
 #: attribute -> its token, shared by every module fingerprinted in this process (an
 #: attribute's token depends on nothing but its value). Bounded like the printer's caches.
@@ -149,15 +149,18 @@ def _printed(value: object) -> str:
 
 
 class _Walk:
-    """The token stream of one module."""
+    """The token stream of one module: for each op, its head (class, name, properties,
+    attributes, result types; the same for every op of a kind, made once per kind and walk),
+    then its operands and results (value numbers), successors (block numbers) and regions."""
 
     def __init__(self) -> None:
         self.tokens: list[str] = []
         self._values: dict[int, int] = {}  # id(SSA value) -> number (all live while walking)
         self._blocks: dict[int, int] = {}  # id(block) -> number
-        # id(attribute) -> token: ops share attribute objects, and hashing one by value
-        # walks its parameters (every attribute lives as long as the module)
-        self._by_id: dict[int, str] = {}
+        # op kind, keyed by the identities of its attribute objects (which ops of a kind
+        # share, and which all live as long as the module) -> its head
+        self._heads: dict[tuple, str] = {}
+        self._by_id: dict[int, str] = {}  # id(attribute) -> token
 
     def attribute(self, attr: Attribute) -> str:
         token = self._by_id.get(id(attr))
@@ -165,11 +168,15 @@ class _Walk:
             token = self._by_id[id(attr)] = attribute_token(attr)
         return token
 
-    def value(self, v: SSAValue) -> str:
-        number = self._values.get(id(v))
-        if number is None:
-            number = self._values[id(v)] = len(self._values)
-        return str(number)
+    def numbers(self, values: Iterable[SSAValue]) -> str:
+        numbering = self._values
+        out = []
+        for v in values:
+            number = numbering.get(id(v))
+            if number is None:
+                number = numbering[id(v)] = len(numbering)
+            out.append(str(number))
+        return " ".join(out)
 
     def block_number(self, block: Block) -> str:
         number = self._blocks.get(id(block))
@@ -177,29 +184,41 @@ class _Walk:
             number = self._blocks[id(block)] = len(self._blocks)
         return str(number)
 
+    def head(self, op: Operation) -> str:
+        props, attrs, results = op.properties, op.attributes, op.results
+        key = (
+            type(op),
+            len(props),
+            len(attrs),
+            len(results),
+            *props,
+            *map(id, props.values()),
+            *attrs,
+            *map(id, attrs.values()),
+            *[id(r.type) for r in results],
+        )
+        head = self._heads.get(key)
+        if head is None:
+            token = self.attribute
+            parts = [f"op {_class_name(type(op))} {op.name}", f"properties {len(props)}"]
+            for name, attr in props.items():
+                parts += (repr(name), token(attr))
+            parts.append(f"attributes {len(attrs)}")
+            for name, attr in attrs.items():
+                parts += (repr(name), token(attr))
+            parts.append(f"result types {len(results)}")
+            parts += [token(r.type) for r in results]
+            head = self._heads[key] = "\n".join(parts)
+        return head
+
     def op(self, op: Operation) -> None:
         out = self.tokens.append
-        value = self.value
-        token = self.attribute
-        out(f"op {_class_name(type(op))} {op.name}")
-        operands = op.operands
-        out(f"operands {len(operands)}")
-        for v in operands:
-            out(value(v))
-        results = op.results
-        out(f"results {len(results)}")
-        for r in results:
-            out(value(r))
-            out(token(r.type))
-        for label, mapping in (("properties", op.properties), ("attributes", op.attributes)):
-            out(f"{label} {len(mapping)}")
-            for name, attr in mapping.items():
-                out(repr(name))
-                out(token(attr))
-        successors = op.successors
-        out(f"successors {len(successors)}")
-        for block in successors:
-            out(self.block_number(block))
+        out(self.head(op))
+        # (value and block numbers are digits: a list of them, space-separated after a
+        # letter, is one token)
+        out("o" + self.numbers(op._operands))
+        out("r" + self.numbers(op.results))
+        out("s" + " ".join(self.block_number(b) for b in op._successors))
         regions = op.regions
         out(f"regions {len(regions)}")
         for region in regions:
@@ -211,8 +230,8 @@ class _Walk:
         out = self.tokens.append
         args = block.args
         out(f"block {self.block_number(block)} {len(args)}")
+        out("a" + self.numbers(args))
         for a in args:
-            out(self.value(a))
             out(self.attribute(a.type))
         for op in block.ops:
             self.op(op)
