@@ -160,11 +160,14 @@ class QuantumScope:
         items = list(queue.queue)
         queue.clear()
         ops = [o for o in items if is_operator(o)]
-        measurements = [m for m in items if isinstance(m, MeasurementProcess)]
+        # (class checks through the MRO, as in `is_operator`: the first negative isinstance
+        # of a class against one of PennyLane's ABCs walks all the ABC's subclasses)
+        measurements = [m for m in items if MeasurementProcess in type(m).__mro__]
         # (semantics) TemporaryAND with traced control values: run-time flips around it
         from cofactor.api_extensions.hybrid import expand_traced_control_values
 
-        if any(isinstance(o, qml.ops.MidMeasure | qml.ops.Conditional) for o in ops):
+        mid_circuit = (qml.ops.MidMeasure, qml.ops.Conditional)
+        if any(k in mid_circuit for o in ops for k in type(o).__mro__):
             # a quantum-function transform queued the tape it made: measurements in order
             from cofactor.tracing.transforms import _emit_operations
 
@@ -367,8 +370,9 @@ def wrapper_kind(op: Any) -> type | None:
     circuit asks for every gate."""
     cls = type(op)
     kind = _WRAPPER_KINDS.get(cls, False)
-    if kind is False:
-        kind = next((k for k in (qml.ops.Adjoint, qml.ops.Controlled) if isinstance(op, k)), None)
+    if kind is False:  # (through the MRO: see `flush`)
+        mro = cls.__mro__
+        kind = next((k for k in (qml.ops.Adjoint, qml.ops.Controlled) if k in mro), None)
         _WRAPPER_KINDS[cls] = kind
     return kind
 
