@@ -154,6 +154,38 @@ def test_generic_op_builds_what_xdsl_create_builds():
     assert str(fast) == str(slow)
 
 
+def test_simple_op_builds_what_xdsl_create_builds():
+    from xdsl.dialects import arith, memref
+    from xdsl.dialects.builtin import IntegerAttr
+
+    from cofactor.ir.mlir15 import simple_op
+
+    ref_type = memref_type((3,), np.dtype(np.float64))
+    block = Block(arg_types=[ref_type, f64])
+    ref, x = block.args
+    value = IntegerAttr(2, INDEX)
+    i = simple_op(arith.ConstantOp, [], [INDEX], {"value": value}).results[0]
+    cases = [
+        (arith.ConstantOp, [], [INDEX], {"value": value}),
+        (memref.LoadOp, [ref, i], [f64], {}),
+        (memref.StoreOp, [x, ref, i], [], {}),
+    ]
+    for cls, operands, results, props in cases:
+        fast = simple_op(cls, operands, results, props)
+        slow = cls.create(operands=operands, result_types=results, properties=props)
+        assert type(fast) is type(slow) and list(fast.operands) == list(slow.operands)
+        assert [r.type for r in fast.results] == [r.type for r in slow.results]
+        assert [(r.op, r.index) for r in fast.results] == [(fast, i) for i in range(len(results))]
+        assert fast.properties == slow.properties and list(fast.properties) == list(slow.properties)
+        assert fast.attributes == slow.attributes and fast.location == slow.location
+        assert fast.successors == slow.successors and fast.regions == slow.regions
+        assert fast.parent is None and fast.next_op is None and fast.prev_op is None
+        fast.verify()
+        assert str(fast) == str(slow)
+    # the uses are registered: `x` is stored by the fast and the slow store
+    assert len(list(x.uses)) == 2
+
+
 def test_the_cycle_collector_is_paused_during_a_trace_and_restored():
     import gc
 

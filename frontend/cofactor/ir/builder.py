@@ -35,7 +35,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from cofactor.ir.mlir15 import LIBM_FUNCTIONS, generic_op
+from cofactor.ir.mlir15 import LIBM_FUNCTIONS, generic_op, simple_op
 
 INDEX = IndexType()
 
@@ -159,7 +159,7 @@ class IRBuilder:
 
     def _constant(self, attr: Attribute, type_: Attribute) -> SSAValue:
         # what arith.ConstantOp(attr) builds, without its generic (slow) constructor
-        return self.res(arith.ConstantOp.create(result_types=[type_], properties={"value": attr}))
+        return self.res(simple_op(arith.ConstantOp, [], [type_], {"value": attr}))
 
     # -- arithmetic ------------------------------------------------------------------
     def binary(self, op_class: type[Operation], a: SSAValue, b: SSAValue) -> SSAValue:
@@ -274,12 +274,12 @@ class IRBuilder:
         type_ = ref.type
         assert isinstance(type_, MemRefType)
         operands = [ref, *map(SSAValue.get, indices)]
-        return self.res(memref.LoadOp.create(operands=operands, result_types=[type_.element_type]))
+        return self.res(simple_op(memref.LoadOp, operands, [type_.element_type]))
 
     def store(self, value: SSAValue, ref: SSAValue, indices: Sequence[SSAValue]) -> None:
         # memref.StoreOp.get(value, ref, indices), without the generic constructor
         operands = [SSAValue.get(value), SSAValue.get(ref), *map(SSAValue.get, indices)]
-        self.insert(memref.StoreOp.create(operands=operands))
+        self.insert(simple_op(memref.StoreOp, operands))
 
     def copy(self, src: SSAValue, dst: SSAValue) -> None:
         self.insert(memref.CopyOp(src, dst))
