@@ -212,19 +212,27 @@ class _Walk:
         return head
 
     def op(self, op: Operation) -> None:
-        out = self.tokens.append
-        out(self.head(op))
-        # (value and block numbers are digits: a list of them, space-separated after a
-        # letter, is one token)
-        out("o" + self.numbers(op._operands))
-        out("r" + self.numbers(op.results))
-        out("s" + " ".join(self.block_number(b) for b in op._successors))
+        # One string per op (the tokens are joined by newlines in the end, so this is the
+        # same stream as one token per line). Value and block numbers are digits: a list
+        # of them, space-separated after a letter, is one token.
+        numbering = self._values
+        operands = []
+        for v in op._operands:
+            number = numbering.get(id(v))
+            if number is None:
+                number = numbering[id(v)] = len(numbering)
+            operands.append(str(number))
+        successors = op._successors
         regions = op.regions
-        out(f"regions {len(regions)}")
+        self.tokens.append(
+            f"{self.head(op)}\no{' '.join(operands)}\nr{self.numbers(op.results)}\n"
+            f"s{' '.join(self.block_number(b) for b in successors) if successors else ''}\n"
+            f"regions {len(regions)}"
+        )
         for region in regions:
             for block in region.blocks:
                 self.block(block)
-            out("end region")
+            self.tokens.append("end region")
 
     def block(self, block: Block) -> None:
         out = self.tokens.append
