@@ -19,7 +19,7 @@ from xdsl.ir import (
     TypeAttribute,
     Use,
 )
-from xdsl.irdl import irdl_attr_definition
+from xdsl.irdl import IRDLOperation, OptionalDef, irdl_attr_definition
 
 #: current MLIR / xDSL name -> what MLIR 15 calls it (or how we replace it).
 MLIR15_SPELLINGS: dict[str, str] = {
@@ -97,8 +97,30 @@ def simple_op(
     op = _bare_op(cls, operands, result_types)
     op.properties = dict(properties) if properties else {}
     op.attributes = {}
-    op.__post_init__()
+    fills = _FILLS_DEFAULTS.get(cls)
+    if fills is None:
+        fills = _FILLS_DEFAULTS[cls] = _fills_defaults(cls)
+    if fills:
+        op.__post_init__()
     return op
+
+
+#: op class -> whether its `__post_init__` may add default properties or attributes
+_FILLS_DEFAULTS: dict[type, bool] = {}
+
+
+def _fills_defaults(cls: type[Operation]) -> bool:
+    """False when `cls.__post_init__` is IRDL's and the op definition has no non-optional
+    property or attribute with a default value: then it adds nothing (its base class only
+    checks the class's name) and `simple_op` skips it."""
+    if not issubclass(cls, IRDLOperation) or cls.__post_init__ is not IRDLOperation.__post_init__:
+        return True
+    op_def = cls.get_irdl_definition()
+    defs = [*op_def.properties.values(), *op_def.attributes.values()]
+    return any(
+        not isinstance(d, OptionalDef) and getattr(d, "default_value", None) is not None
+        for d in defs
+    )
 
 
 def _bare_op(
