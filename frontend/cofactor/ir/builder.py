@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from cofactor.ir.mlir15 import LIBM_FUNCTIONS, generic_op, simple_op
@@ -101,6 +101,16 @@ _SYMBOL_REFS: dict[str, SymbolRefAttr] = {}
 _NO_SEGMENTS = DenseArrayBase.from_list(i32, (0, 0))
 
 
+def _value(v: SSAValue | Operation) -> SSAValue:
+    """`SSAValue.get(v)`: `v` itself when it is a value (an op result or block argument,
+    told by its exact class: `SSAValue.get` asks `isinstance` of ABCs, a few microseconds
+    for every operand of a trace), else the single result of op `v`."""
+    return v if type(v) in _VALUE_CLASSES else SSAValue.get(v)  # type: ignore[return-value]
+
+
+_VALUE_CLASSES = frozenset((OpResult, BlockArgument))
+
+
 #: (shape, dtype) -> its memref type. Types are immutable values, and xDSL's constructor
 #: checks its parameters generically (about 50 us a type, 0.5 ms for the first): a trace
 #: asks for the same few types over and over.
@@ -163,10 +173,10 @@ class IRBuilder:
 
     # -- arithmetic ------------------------------------------------------------------
     def binary(self, op_class: type[Operation], a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.res(_typed_op(op_class, SSAValue.get(a), SSAValue.get(b)))
+        return self.res(_typed_op(op_class, _value(a), _value(b)))
 
     def unary(self, op_class: type[Operation], a: SSAValue) -> SSAValue:
-        return self.res(_typed_op(op_class, SSAValue.get(a)))
+        return self.res(_typed_op(op_class, _value(a)))
 
     def cmpf(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.res(arith.CmpfOp(a, b, predicate))
@@ -189,7 +199,7 @@ class IRBuilder:
         return self.res(call_op(name, args, [f64]))
 
     def math(self, op_class: type[Operation], a: SSAValue) -> SSAValue:
-        return self.res(_typed_op(op_class, SSAValue.get(a)))
+        return self.res(_typed_op(op_class, _value(a)))
 
     def powf(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.res(math.PowFOp(a, b))
@@ -270,15 +280,15 @@ class IRBuilder:
 
     def load(self, ref: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
         # memref.LoadOp.get(ref, indices), without the generic constructor
-        ref = SSAValue.get(ref)
+        ref = _value(ref)
         type_ = ref.type
         assert isinstance(type_, MemRefType)
-        operands = [ref, *map(SSAValue.get, indices)]
+        operands = [ref, *map(_value, indices)]
         return self.res(simple_op(memref.LoadOp, operands, [type_.element_type]))
 
     def store(self, value: SSAValue, ref: SSAValue, indices: Sequence[SSAValue]) -> None:
         # memref.StoreOp.get(value, ref, indices), without the generic constructor
-        operands = [SSAValue.get(value), SSAValue.get(ref), *map(SSAValue.get, indices)]
+        operands = [_value(value), _value(ref), *map(_value, indices)]
         self.insert(simple_op(memref.StoreOp, operands))
 
     def copy(self, src: SSAValue, dst: SSAValue) -> None:
