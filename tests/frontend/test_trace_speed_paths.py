@@ -286,3 +286,15 @@ def test_module_text_stays_exact_when_its_caches_carry_over_between_modules():
             assert module_text(m) == str(m)
     finally:
         printer._TEMPLATES_LIMIT, printer._ATTR_TEXT_LIMIT = saved
+
+
+def test_memref_types_are_the_ones_xdsl_constructor_makes():
+    from xdsl.dialects.builtin import MemRefType
+
+    from cofactor.ir.builder import _ELEMENT_TYPES
+
+    for dtype, (elem, extra) in _ELEMENT_TYPES.items():
+        for shape in [(), (3,), (2, 4, 2), (1, 0, 5)]:
+            ours = memref_type(shape, dtype)
+            xdsl = MemRefType(elem, [*shape, *extra])
+            assert ours == xdsl and hash(ours) == hash(xdsl) and str(ours) == str(xdsl)
