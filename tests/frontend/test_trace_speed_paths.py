@@ -169,6 +169,7 @@ def test_simple_op_builds_what_xdsl_create_builds():
         (arith.ConstantOp, [], [INDEX], {"value": value}),
         (memref.LoadOp, [ref, i], [f64], {}),
         (memref.StoreOp, [x, ref, i], [], {}),
+        (memref.CopyOp, [ref, ref], [], {}),
     ]
     for cls, operands, results, props in cases:
         fast = simple_op(cls, operands, results, props)

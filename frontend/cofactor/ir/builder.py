@@ -298,7 +298,7 @@ class IRBuilder:
         self.insert(simple_op(memref.StoreOp, operands))
 
     def copy(self, src: SSAValue, dst: SSAValue) -> None:
-        self.insert(memref.CopyOp(src, dst))
+        self.insert(simple_op(memref.CopyOp, [_value(src), _value(dst)]))
 
     def call(self, name: str, args: Sequence[SSAValue]) -> None:
         self.insert(call_op(name, args))
