@@ -136,6 +136,15 @@ def build_tables(res: dict) -> list[Table]:
                 for s in res["compile"].get("a", {})
             },
         )
+        cached = _cached_load(res)
+        if cached is not None:
+            t.add("(a) cached, new process, CPU", {"cofactor": _pick(cached, "cpu")})
+            t.add("(a) cached, new process, wall", {"cofactor": _pick(cached, "wall")})
+            t.notes.append(
+                "cached: the first call of (a) in a new process, its library in cofactor's "
+                "disk cache (trace, key, lookup, load, run); the QNode and device are built "
+                "before it (PennyLane's)"
+            )
         for prog in ("a", "b", "c"):
             stages = (res["compile"].get(prog, {}).get("cofactor") or {}).get("stages_s")
             if stages:
@@ -257,6 +266,12 @@ def _probes(per_n: dict) -> str:
     return used + " (best of " + ", ".join(f"{k} {v / 1e9:.1f}" for k, v in probes.items()) + ")"
 
 
+def _cached_load(res: dict) -> dict | None:
+    """Section 1's cached first call of (a) in a new process (cofactor only), if measured."""
+    entry = (res.get("compile", {}).get("a", {}).get("cofactor") or {}).get("cached_load")
+    return entry if isinstance(entry, dict) else None
+
+
 def _pick(entry: Any, kind: str) -> Any:
     if not isinstance(entry, dict):
         return None
@@ -327,7 +342,14 @@ def goals(res: dict) -> list[dict]:
     """The issue's goals next to what was measured (never hidden when missed)."""
     out = []
 
-    def add(goal: str, measured: str, value: float | None, target: float, note: str = ""):
+    def add(
+        goal: str,
+        measured: str,
+        value: float | None,
+        target: float,
+        note: str = "",
+        unit: str = "x",
+    ):
         met = None if value is None else value <= target
         out.append(
             {
@@ -337,6 +359,7 @@ def goals(res: dict) -> list[dict]:
                 "target": target,
                 "met": met,
                 "note": note,
+                "unit": unit,
             }
         )
 
@@ -354,6 +377,22 @@ def goals(res: dict) -> list[dict]:
                 0.2,
                 why,
             )
+    cached = _cached_load(res)
+    if cached is not None:
+        cpu, wall = median(cached.get("cpu")), median(cached.get("wall"))
+        add(
+            "compile (a), cached, new process: first call <= 5 ms beyond import",
+            "n/a (" + cached["error"] + ")"
+            if "error" in cached
+            else f"CPU {fmt_entry(cached['cpu'])}, wall {fmt_entry(cached['wall'])}",
+            None if cpu is None else cpu * 1e3,
+            5.0,
+            "CPU time of the call (the least disturbed figure on a shared machine; wall "
+            f"{'n/a' if wall is None else f'{wall * 1e3:.1f} ms'}), load average "
+            f"{cached.get('loadavg', float('nan')):.1f}; building the QNode and its device "
+            "before the call is PennyLane's and not counted",
+            unit=" ms",
+        )
     pc = res.get("percall", {})
     for key, label in (("rx", "1-qubit RX"), ("nocircuit", "no circuit")) if pc else ():
         per = pc.get(key, {})
@@ -507,7 +546,8 @@ def render_goals(gs: list[dict]) -> str:
     lines = ["## goals (ratio = cofactor / reference; lower is better)"]
     for g in gs:
         status = "n/a" if g["met"] is None else ("MET" if g["met"] else "MISSED")
-        lines.append(f"  [{status:>6}] {g['goal']} (target <= {g['target']}x): {g['measured']}")
+        target = f"{g['target']}{g.get('unit', 'x')}"
+        lines.append(f"  [{status:>6}] {g['goal']} (target <= {target}): {g['measured']}")
         if g["note"]:
             lines.append(f"           {g['note']}")
     return "\n".join(lines)

@@ -37,6 +37,7 @@ import threading
 import time
 import warnings
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -165,12 +166,21 @@ class CompiledLibrary:
     name: str
     so_path: Path
     from_cache: bool = False
-    mlir_text: str = field(default="", repr=False)
+    #: the module's text, or a function that prints it (a library loaded from the cache by
+    #: the module's fingerprint: printed only if asked for)
+    mlir_source: str | Callable[[], str] = field(default="", repr=False)
     _stages: dict[str, str] = field(default_factory=dict, repr=False)
     #: Seconds spent in each stage of a fresh compile (empty for a library from the cache),
     #: by stage name ("cofactor-opt", "mlir-translate", "opt", "llc", "link"); benchmarks
     #: read it for the per-stage breakdown.
     stage_s: dict[str, float] = field(default_factory=dict, repr=False)
+
+    @property
+    def mlir_text(self) -> str:
+        """The MLIR module compiled (printed on first use)."""
+        if not isinstance(self.mlir_source, str):
+            self.mlir_source = self.mlir_source()
+        return self.mlir_source
 
     def stage(self, stage: str) -> str:
         """The text of `stage` ("mlir", "mlir_opt", "llvmir" or "llvmir_opt")."""
@@ -321,9 +331,19 @@ def regenerate_stages(mlir_text: str, last: str) -> dict[str, str]:
         return {stage: (Path(tmp) / STAGE_FILES[stage]).read_text() for stage in wanted}
 
 
-def cache_key(mlir_text: str) -> str:
+def cache_key(mlir_text: str | None = None, *, fingerprint: str | None = None) -> str:
+    """The disk cache's key of a module: the driver, the toolchain, the passes and either
+    the module's text or its fingerprint (`cofactor.ir.fingerprint`, which is as complete
+    as the text; the two kinds of key are told apart, so they never collide)."""
+    if fingerprint is not None:
+        program = ("ir-fingerprint", fingerprint)
+    elif mlir_text is not None:
+        program = ("ir-text", mlir_text)
+    else:
+        raise TypeError("cache_key needs the module's text or its fingerprint")
     digest = hashlib.sha256()
-    for part in (DRIVER_VERSION, toolchain.fingerprint(), " ".join(LOWERING_PASSES), mlir_text):
+    parts = (DRIVER_VERSION, toolchain.fingerprint(), " ".join(LOWERING_PASSES), *program)
+    for part in parts:
         digest.update(part.encode())
         digest.update(b"\0")
     return digest.hexdigest()
@@ -334,19 +354,23 @@ def cache_enabled() -> bool:
 
 
 def compile_module(
-    mlir_text: str,
+    mlir_text: str | Callable[[], str],
     *,
     name: str,
     keep_intermediate: bool | str | os.PathLike = False,
     cache: bool = True,
     link_with: tuple[Path, ...] = (),
+    fingerprint: str | None = None,
 ) -> CompiledLibrary:
     """Compile `mlir_text` into a shared library.
 
     With `cache` (and unless COFACTOR_DISABLE_CACHE=1), the library is looked up in, and
     stored to, the disk cache (`cofactor.cache`), keyed by the IR and the toolchain; only a
     verified entry is loaded. `keep_intermediate` writes every stage's text to a folder
-    (True: `./cofactor_intermediate/<name>/`).
+    (True: `./cofactor_intermediate/<name>/`). With the module's `fingerprint`
+    (`cofactor.ir.fingerprint.module_fingerprint`), the key is made of it rather than of
+    the text, and `mlir_text` may be a function that prints the module: it is called only
+    when the library is not in the cache (or its text is asked for).
     """
     folder = None
     if keep_intermediate:
@@ -357,14 +381,21 @@ def compile_module(
         )
         folder.mkdir(parents=True, exist_ok=True)
     use_cache = cache and cache_enabled() and not link_with
-    key = cache_key(mlir_text) if use_cache else None
+    key = None
+    if use_cache:
+        key = (
+            cache_key(fingerprint=fingerprint)
+            if fingerprint is not None
+            else cache_key(_text(mlir_text))
+        )
     cached = disk_cache.lookup(key) if key is not None else None
     if cached is not None:
-        result = CompiledLibrary(name, cached, from_cache=True, mlir_text=mlir_text)
+        result = CompiledLibrary(name, cached, from_cache=True, mlir_source=mlir_text)
         if folder is not None:  # regenerated: the cache keeps no stage texts
             for stage, filename in STAGE_FILES.items():
                 (folder / filename).write_text(result.stage(stage))
         return result
+    mlir_text = _text(mlir_text)
     if not link_with and use_in_process():
         try:
             return _compile_in_process(mlir_text, name, key, folder)
@@ -387,11 +418,15 @@ def compile_module(
         private = so_path is None
         if private:
             so_path = _keep_private(built, name)
-    result = CompiledLibrary(name, so_path, mlir_text=mlir_text, _stages=stages, stage_s=timings)
+    result = CompiledLibrary(name, so_path, mlir_source=mlir_text, _stages=stages, stage_s=timings)
     if private:
         # dlopen maps the file, so it may go as soon as the library object is dropped
         weakref.finalize(result, _unlink_quietly, so_path)
     return result
+
+
+def _text(mlir: str | Callable[[], str]) -> str:
+    return mlir if isinstance(mlir, str) else mlir()
 
 
 #: Where `_run` adds up the seconds of each stage while compile_module runs (per thread).
@@ -427,7 +462,7 @@ def _compile_in_process(
     if sum(map(len, stages.values())) > STAGE_MEMORY_LIMIT:
         stages = {}
     stage_s = {stage: t / 1e3 for stage, t in ms.items()}
-    result = CompiledLibrary(name, so_path, mlir_text=mlir_text, _stages=stages, stage_s=stage_s)
+    result = CompiledLibrary(name, so_path, mlir_source=mlir_text, _stages=stages, stage_s=stage_s)
     if private:
         # dlopen maps the file, so it may go as soon as the library object is dropped
         weakref.finalize(result, _unlink_quietly, so_path)

@@ -15,16 +15,14 @@ Follow one call from the top:
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import inspect
 import re
 import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,8 +34,9 @@ from xdsl.ir import Block, Region
 
 from cofactor.errors import CompileError
 from cofactor.ir.builder import memref_type
-from cofactor.ir.printer import module_text
+from cofactor.ir.traced import TracedModule, gc_paused
 from cofactor.launcher import BufferSpec, Launcher
+from cofactor.options import CATALYST_DEFAULTS, check_options
 from cofactor.signature import (
     _PY_SCALARS,
     CallBinder,
@@ -64,9 +63,13 @@ class CompiledFunction:
     out_tree: Any
     out_leaves: list[Any]  # BufferSpec for computed leaves, or a static Python value
     launcher: Launcher
-    library: Any
-    mlir: str
+    library: Any  # cofactor.compiler.CompiledLibrary
     compile_seconds: float
+
+    @property
+    def mlir(self) -> str:
+        """The module compiled (printed on first use when the library came from the cache)."""
+        return self.library.mlir_text
 
     def run(self, leaves: list[Any]) -> Any:
         outs = iter(self.launcher(leaves))
@@ -232,11 +235,11 @@ class QJIT:
         self, layout: Layout, tree: Any, specs: tuple[BufferSpec, ...], static: StaticValues
     ) -> CompiledFunction:
         start = time.perf_counter()
-        mlir, out_tree, out_leaves, checks_runtime, has_callbacks = self._trace_module(
+        module, out_tree, out_leaves, checks_runtime, has_callbacks = self._trace_module(
             tree, specs, static, layout
         )
         traced = time.perf_counter()
-        library = _compile_module(mlir, self.symbol, self.keep_intermediate)
+        library = _compile_module(module, self.symbol, self.keep_intermediate)
         if has_callbacks:
             from cofactor.api_extensions.callbacks import install_trampoline
 
@@ -267,7 +270,7 @@ class QJIT:
                 file=self.logfile or sys.stderr,
             )
         return CompiledFunction(
-            specs, out_tree, out_leaves, launcher, library, mlir, time.perf_counter() - start
+            specs, out_tree, out_leaves, launcher, library, time.perf_counter() - start
         )
 
     def _trace(
@@ -281,7 +284,8 @@ class QJIT:
         the output tree, the output leaves and whether the compiled code reports errors
         through the runtime's error slot (quantum ops, runtime checks). Without a layout,
         the arguments are all positional, static at `static_argnums`."""
-        return self._trace_module(tree, specs, static, layout)[:4]
+        module, *rest = self._trace_module(tree, specs, static, layout)[:4]
+        return (module.text(), *rest)
 
     def _trace_module(
         self,
@@ -289,9 +293,10 @@ class QJIT:
         specs: tuple[BufferSpec, ...],
         static: StaticValues | tuple,
         layout: Layout | None = None,
-    ) -> tuple[str, Any, list[Any], bool, bool]:
-        """`_trace`, and whether the compiled code calls Python callbacks. (Returned rather
-        than kept on the object: two threads may trace new signatures at once.)"""
+    ) -> tuple[TracedModule, Any, list[Any], bool, bool]:
+        """`_trace`, with the module not printed yet (`TracedModule`), and whether the
+        compiled code calls Python callbacks. (Returned rather than kept on the object: two
+        threads may trace new signatures at once.)"""
         from cofactor.tracing.circuit_call import capture_qnode_calls
         from cofactor.tracing.numpy_entry import capture_numpy_constructors
 
@@ -304,7 +309,7 @@ class QJIT:
         in_types = [memref_type(s.shape, s.dtype) for s in specs]
         block = Block(arg_types=in_types)
         with (
-            _gc_paused(),
+            gc_paused(),
             context.tracing(ctx),
             capture_qnode_calls(),
             capture_numpy_constructors(),
@@ -338,13 +343,9 @@ class QJIT:
         entry = func.FuncOp(self.symbol, ([*in_types, *out_types], []), Region(block))
         entry.attributes["llvm.emit_c_interface"] = UnitAttr()
         module = ModuleOp([*b.module_ops, entry])
-        with _gc_paused():
-            text = module_text(module)
         helpers = [*ctx.text_helpers, *([interrupts.helpers(ctx)] if ctx.interrupt_checks else [])]
-        if helpers:  # splice them in before the module's closing brace
-            text = text[: text.rindex("}")] + "".join(helpers) + "}\n"
         checks = ctx.has_quantum or ctx.runtime_checks
-        return text, out_tree, out_leaves, checks, ctx.has_callbacks
+        return TracedModule(module, helpers), out_tree, out_leaves, checks, ctx.has_callbacks
 
     # -- inspection ------------------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
@@ -381,21 +382,6 @@ class QJIT:
         return f"<cofactor.QJIT {self.__name__}, {len(self._cache)} compiled signature(s)>"
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Python's cycle collector off while a trace runs: a trace allocates hundreds of thousands
-    of long-lived objects (IR, operators), and the collections they trigger cost a quarter of
-    the trace of a long circuit. Garbage made meanwhile is collected once the collector is
-    back on. (Another thread's trace may turn it back on early; that only costs time.)"""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _flatten_result(result: Any) -> tuple[list[Any], Any]:
     """The leaves and tree of a function's result. A result holding PennyLane operators is
     flattened by PennyLane's pytrees (an operator's data are leaves, its wires and other
@@ -422,14 +408,20 @@ def _has_operator(value: Any) -> bool:
     return is_operator(value)
 
 
-def _compile_module(mlir: str, name: str, keep_intermediate: Any) -> Any:
-    """The driver, with the gradient passes' refusals (a differentiated function without a
-    gradient rule) raised as DifferentiableCompileError."""
-    from cofactor.compiler import compile_module
+def _compile_module(module: TracedModule, name: str, keep_intermediate: Any) -> Any:
+    """The driver (keyed by the module's fingerprint: printed only when not in the cache),
+    with the gradient passes' refusals (a differentiated function without a gradient rule)
+    raised as DifferentiableCompileError."""
+    from cofactor.compiler import cache_enabled, compile_module
     from cofactor.errors import DifferentiableCompileError
 
     try:
-        return compile_module(mlir, name=name, keep_intermediate=keep_intermediate)
+        return compile_module(
+            module.text,
+            name=name,
+            keep_intermediate=keep_intermediate,
+            fingerprint=module.fingerprint if cache_enabled() else None,
+        )
     except DifferentiableCompileError:
         raise
     except CompileError as err:
@@ -453,51 +445,7 @@ def _describe(layout: Layout, specs: tuple[BufferSpec, ...], static: StaticValue
     return text
 
 
-# Catalyst's qjit options, and their default values: accepted with these values (and the ones
-# `_check_options` lets through), refused with a message naming the option otherwise.
-_CATALYST_DEFAULTS: dict[str, Any] = {
-    "async_qnodes": False,
-    "use_nameloc": False,
-    "pipelines": None,
-    "abstracted_axes": None,
-    "disable_assertions": False,
-    "circuit_transform_pipeline": None,
-    "pass_plugins": None,
-    "dialect_plugins": None,
-    "skip_preprocess": False,
-    "collect_decomp_rules": True,
-}
 _TARGETS = ("binary", "mlir", "llvmir")
-_WHY_NOT: dict[str, str] = {
-    "pipelines": "cofactor compiles with its own fixed pipeline (cofactor-opt, LLVM, Enzyme); "
-    "custom MLIR pass pipelines are not supported",
-    "abstracted_axes": "dynamically-shaped arrays are not supported: every array argument has "
-    "a static shape (a new shape compiles a new version)",
-    "circuit_transform_pipeline": "apply PennyLane transforms to the QNode instead (e.g. "
-    "@qml.transforms.cancel_inverses under @qml.qnode); they run at trace time",
-    "pass_plugins": "MLIR pass plugins are not supported",
-    "dialect_plugins": "MLIR dialect plugins are not supported",
-}
-
-
-def _check_options(options: dict[str, Any]) -> None:
-    """Catalyst options at values cofactor cannot honour raise an error naming the option."""
-    for name, value in options.items():
-        default = _CATALYST_DEFAULTS[name]
-        if value is default or value == default:
-            continue
-        if name in ("pass_plugins", "dialect_plugins") and not value:
-            continue  # an empty list/set is the same as none
-        if name in ("async_qnodes", "use_nameloc", "disable_assertions"):
-            # async_qnodes: QNodes run one after the other, with the same results;
-            # use_nameloc only names IR values; cofactor has no debug_assert to disable.
-            continue
-        if name in ("skip_preprocess", "collect_decomp_rules"):
-            continue  # as in Catalyst, these only act with program capture, which is off
-        raise NotImplementedError(
-            f"qjit option {name}={value!r} is not supported by cofactor: "
-            f"{_WHY_NOT.get(name, 'leave it at its default')}"
-        )
 
 
 def qjit(
@@ -545,13 +493,13 @@ def qjit(
     cofactor cannot honour another value, a NotImplementedError names the option.
     Parameters a call leaves out keep their Python default values (they are not traced).
     """
-    unknown = sorted(set(catalyst_options) - set(_CATALYST_DEFAULTS))
+    unknown = sorted(set(catalyst_options) - set(CATALYST_DEFAULTS))
     if unknown:
         raise TypeError(
             f"qjit() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
             f"cofactor's qjit takes Catalyst's options: {', '.join(_ALL_OPTIONS)}"
         )
-    _check_options(catalyst_options)
+    check_options(catalyst_options)
     if target not in _TARGETS:
         raise ValueError(
             f"qjit target={target!r} is not supported by cofactor; use one of "
@@ -604,5 +552,5 @@ _ALL_OPTIONS = (
     "static_argnames",
     "seed",
     "capture",
-    *_CATALYST_DEFAULTS,
+    *CATALYST_DEFAULTS,
 )

@@ -92,14 +92,14 @@ def test_module_text_matches_xdsl_on_traced_programs():
         seen.append(text)
         return text
 
-    import cofactor.jit as jit
+    from cofactor.ir import traced
 
-    jit.module_text, saved = checked, jit.module_text
+    traced.module_text, saved = checked, traced.module_text
     try:
         _trace(circuit, [BufferSpec((3,), np.dtype(np.float64))])
         _trace(classical, specs)
     finally:
-        jit.module_text = saved
+        traced.module_text = saved
     assert len(seen) == 2
 
 
@@ -152,6 +152,39 @@ def test_generic_op_builds_what_xdsl_create_builds():
     users = [u.operation for u in block.args[0].uses]
     assert len(users) == 4 and sum(1 for op in users if op.parent is block) == 2
     assert str(fast) == str(slow)
+
+
+def test_simple_op_builds_what_xdsl_create_builds():
+    from xdsl.dialects import arith, memref
+    from xdsl.dialects.builtin import IntegerAttr
+
+    from cofactor.ir.mlir15 import simple_op
+
+    ref_type = memref_type((3,), np.dtype(np.float64))
+    block = Block(arg_types=[ref_type, f64])
+    ref, x = block.args
+    value = IntegerAttr(2, INDEX)
+    i = simple_op(arith.ConstantOp, [], [INDEX], {"value": value}).results[0]
+    cases = [
+        (arith.ConstantOp, [], [INDEX], {"value": value}),
+        (memref.LoadOp, [ref, i], [f64], {}),
+        (memref.StoreOp, [x, ref, i], [], {}),
+        (memref.CopyOp, [ref, ref], [], {}),
+    ]
+    for cls, operands, results, props in cases:
+        fast = simple_op(cls, operands, results, props)
+        slow = cls.create(operands=operands, result_types=results, properties=props)
+        assert type(fast) is type(slow) and list(fast.operands) == list(slow.operands)
+        assert [r.type for r in fast.results] == [r.type for r in slow.results]
+        assert [(r.op, r.index) for r in fast.results] == [(fast, i) for i in range(len(results))]
+        assert fast.properties == slow.properties and list(fast.properties) == list(slow.properties)
+        assert fast.attributes == slow.attributes and fast.location == slow.location
+        assert fast.successors == slow.successors and fast.regions == slow.regions
+        assert fast.parent is None and fast.next_op is None and fast.prev_op is None
+        fast.verify()
+        assert str(fast) == str(slow)
+    # the uses are registered: `x` is stored by the fast and the slow store
+    assert len(list(x.uses)) == 2
 
 
 def test_the_cycle_collector_is_paused_during_a_trace_and_restored():
@@ -254,3 +287,15 @@ def test_module_text_stays_exact_when_its_caches_carry_over_between_modules():
             assert module_text(m) == str(m)
     finally:
         printer._TEMPLATES_LIMIT, printer._ATTR_TEXT_LIMIT = saved
+
+
+def test_memref_types_are_the_ones_xdsl_constructor_makes():
+    from xdsl.dialects.builtin import MemRefType
+
+    from cofactor.ir.builder import _ELEMENT_TYPES
+
+    for dtype, (elem, extra) in _ELEMENT_TYPES.items():
+        for shape in [(), (3,), (2, 4, 2), (1, 0, 5)]:
+            ours = memref_type(shape, dtype)
+            xdsl = MemRefType(elem, [*shape, *extra])
+            assert ours == xdsl and hash(ours) == hash(xdsl) and str(ours) == str(xdsl)

@@ -393,14 +393,15 @@ def _wraps_temporary_and(op: Any) -> bool:
         op = op.base
     if type(op) in _NOT_TEMPORARY_AND:
         return False
-    if isinstance(op, qml.TemporaryAND):
+    if qml.TemporaryAND in type(op).__mro__:  # (not isinstance: see _NOT_TEMPORARY_AND)
         return True
     _NOT_TEMPORARY_AND.add(type(op))
     return False
 
 
 #: operator classes known not to be TemporaryAND (isinstance with PennyLane's abstract
-#: classes costs a microsecond, asked for every gate of a circuit)
+#: classes costs a microsecond, asked for every gate of a circuit, and the first negative
+#: answer for a class walks every subclass of the ABC: checked through the MRO instead)
 _NOT_TEMPORARY_AND: set[type] = set()
 
 

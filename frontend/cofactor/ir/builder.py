@@ -16,23 +16,28 @@ from xdsl.dialects import arith, func, math, memref
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     FlatSymbolRefAttr,
     FloatAttr,
     IndexType,
+    IntAttr,
     IntegerAttr,
     MemRefType,
+    NoneAttr,
     StringAttr,
+    SymbolRefAttr,
     TensorType,
     UnitAttr,
     f64,
     i1,
+    i32,
     i64,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from cofactor.ir.mlir15 import LIBM_FUNCTIONS, generic_op
+from cofactor.ir.mlir15 import LIBM_FUNCTIONS, generic_op, simple_op
 
 INDEX = IndexType()
 
@@ -59,10 +64,57 @@ def memref_type(shape: Sequence[int], dtype: np.dtype) -> MemRefType:
     type_ = _MEMREF_TYPES.get(key)
     if type_ is None:
         elem, extra = _ELEMENT_TYPES[np.dtype(dtype)]
-        type_ = MemRefType(elem, [*shape, *extra])
+        # MemRefType(elem, dims) with its parameters given as they are stored (shape, element
+        # type, layout, memory space; `new` verifies them): the constructor first matches
+        # `dims` against a generic type hint, about 0.3 ms for the first type of a process
+        dims = ArrayAttr(tuple(IntAttr(int(d)) for d in (*shape, *extra)))
+        type_ = MemRefType.new((dims, elem, NoneAttr(), NoneAttr()))
         if len(_MEMREF_TYPES) < _ATTR_CACHE_SIZE:
             _MEMREF_TYPES[key] = type_
     return type_
+
+
+def call_op(
+    name: str, args: Sequence[SSAValue], result_types: Sequence[Attribute] = ()
+) -> func.CallOp:
+    """`func.call @name(args)`: the op `func.CallOp(name, args, result_types)` makes, built
+    without xDSL's generic constructor, whose first list of operands costs a millisecond
+    of `isinstance` checks against every op class (ABC caches), once per process: on the
+    path of a function's first call, which the disk cache otherwise serves in a few ms."""
+    return func.CallOp.create(
+        operands=list(args),
+        result_types=list(result_types),
+        properties={"callee": _symbol_ref(name)},
+    )
+
+
+def return_op(*values: SSAValue) -> func.ReturnOp:
+    """`func.return values`, as `func.ReturnOp(*values)` makes it (see `call_op`)."""
+    return func.ReturnOp.create(operands=values)
+
+
+def _symbol_ref(name: str) -> SymbolRefAttr:
+    ref = _SYMBOL_REFS.get(name)
+    if ref is None:
+        ref = SymbolRefAttr(name)
+        if len(_SYMBOL_REFS) < _ATTR_CACHE_SIZE:
+            _SYMBOL_REFS[name] = ref
+    return ref
+
+
+_SYMBOL_REFS: dict[str, SymbolRefAttr] = {}
+#: the operand segment sizes of an alloc/alloca without dynamic sizes or symbol operands
+_NO_SEGMENTS = DenseArrayBase.from_list(i32, (0, 0))
+
+
+def _value(v: SSAValue | Operation) -> SSAValue:
+    """`SSAValue.get(v)`: `v` itself when it is a value (an op result or block argument,
+    told by its exact class: `SSAValue.get` asks `isinstance` of ABCs, a few microseconds
+    for every operand of a trace), else the single result of op `v`."""
+    return v if type(v) in _VALUE_CLASSES else SSAValue.get(v)  # type: ignore[return-value]
+
+
+_VALUE_CLASSES = frozenset((OpResult, BlockArgument))
 
 
 #: (shape, dtype) -> its memref type. Types are immutable values, and xDSL's constructor
@@ -123,14 +175,14 @@ class IRBuilder:
 
     def _constant(self, attr: Attribute, type_: Attribute) -> SSAValue:
         # what arith.ConstantOp(attr) builds, without its generic (slow) constructor
-        return self.res(arith.ConstantOp.create(result_types=[type_], properties={"value": attr}))
+        return self.res(simple_op(arith.ConstantOp, [], [type_], {"value": attr}))
 
     # -- arithmetic ------------------------------------------------------------------
     def binary(self, op_class: type[Operation], a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.res(_typed_op(op_class, SSAValue.get(a), SSAValue.get(b)))
+        return self.res(_typed_op(op_class, _value(a), _value(b)))
 
     def unary(self, op_class: type[Operation], a: SSAValue) -> SSAValue:
-        return self.res(_typed_op(op_class, SSAValue.get(a)))
+        return self.res(_typed_op(op_class, _value(a)))
 
     def cmpf(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.res(arith.CmpfOp(a, b, predicate))
@@ -150,10 +202,10 @@ class IRBuilder:
             self.libm_declared.add(name)
             nargs = LIBM_FUNCTIONS[name]
             self.module_ops.append(func.FuncOp.external(name, [f64] * nargs, [f64]))
-        return self.res(func.CallOp(name, list(args), [f64]))
+        return self.res(call_op(name, args, [f64]))
 
     def math(self, op_class: type[Operation], a: SSAValue) -> SSAValue:
-        return self.res(_typed_op(op_class, SSAValue.get(a)))
+        return self.res(_typed_op(op_class, _value(a)))
 
     def powf(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.res(math.PowFOp(a, b))
@@ -186,10 +238,20 @@ class IRBuilder:
 
     # -- memory ----------------------------------------------------------------------
     def alloc(self, type_: MemRefType) -> SSAValue:
-        return self.res(memref.AllocOp.get(type_.element_type, shape=type_.get_shape()))
+        # (the op `memref.AllocOp.get(element type, shape)` makes; see `call_op` for why not
+        # through xDSL's constructor)
+        return self.res(
+            memref.AllocOp.create(
+                result_types=[type_], properties={"operandSegmentSizes": _NO_SEGMENTS}
+            )
+        )
 
     def alloca(self, type_: MemRefType) -> SSAValue:
-        return self.res(memref.AllocaOp.get(type_.element_type, shape=type_.get_shape()))
+        return self.res(
+            memref.AllocaOp.create(
+                result_types=[type_], properties={"operandSegmentSizes": _NO_SEGMENTS}
+            )
+        )
 
     def constant_array(self, name: str, arr: np.ndarray) -> SSAValue:
         """A read-only memref holding `arr` (float64 or int64; complex as trailing 2xf64): one
@@ -224,22 +286,22 @@ class IRBuilder:
 
     def load(self, ref: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
         # memref.LoadOp.get(ref, indices), without the generic constructor
-        ref = SSAValue.get(ref)
+        ref = _value(ref)
         type_ = ref.type
         assert isinstance(type_, MemRefType)
-        operands = [ref, *map(SSAValue.get, indices)]
-        return self.res(memref.LoadOp.create(operands=operands, result_types=[type_.element_type]))
+        operands = [ref, *map(_value, indices)]
+        return self.res(simple_op(memref.LoadOp, operands, [type_.element_type]))
 
     def store(self, value: SSAValue, ref: SSAValue, indices: Sequence[SSAValue]) -> None:
         # memref.StoreOp.get(value, ref, indices), without the generic constructor
-        operands = [SSAValue.get(value), SSAValue.get(ref), *map(SSAValue.get, indices)]
-        self.insert(memref.StoreOp.create(operands=operands))
+        operands = [_value(value), _value(ref), *map(_value, indices)]
+        self.insert(simple_op(memref.StoreOp, operands))
 
     def copy(self, src: SSAValue, dst: SSAValue) -> None:
-        self.insert(memref.CopyOp(src, dst))
+        self.insert(simple_op(memref.CopyOp, [_value(src), _value(dst)]))
 
     def call(self, name: str, args: Sequence[SSAValue]) -> None:
-        self.insert(func.CallOp(name, list(args), []))
+        self.insert(call_op(name, args))
 
 
 #: (op class, operand types) -> (result types, properties, attributes) of `op_class(*operands)`

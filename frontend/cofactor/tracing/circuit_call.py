@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import IntegerAttr, StringAttr, UnitAttr, i64
 from xdsl.ir import Block, Region
 
 from cofactor.errors import CompileError
-from cofactor.ir.builder import memref_type, quantum_attrs
+from cofactor.ir.builder import call_op, memref_type, quantum_attrs
 from cofactor.ir.mlir15 import generic_op
 from cofactor.launcher import BufferSpec
 from cofactor.tracing import context, gridsynth, pytree
@@ -363,7 +363,7 @@ def _emit_call(name: str, dynamic: list[Tracer], out_tree: Any, out_leaves: list
         for s in out_leaves
         if isinstance(s, BufferSpec)
     ]
-    call = b.insert(func.CallOp(name, [*args, *outs], []))
+    call = b.insert(call_op(name, [*args, *outs]))
     it = iter(outs)
     values = [
         Tracer.from_memref(next(it), s.shape, s.dtype, anchor=call)

@@ -17,12 +17,11 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Block, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from cofactor.ir.builder import IRBuilder
+from cofactor.ir.builder import IRBuilder, return_op
 
 if TYPE_CHECKING:
     from cofactor.tracing.qnode import QuantumScope
@@ -112,7 +111,7 @@ class TraceContext:
         """Free the hoisted buffers and return (at the current insertion point)."""
         for ref in self._hoisted.pop(id(block), []):
             self.builder.dealloc(ref)
-        self.builder.insert(func.ReturnOp())
+        self.builder.insert(return_op())
         self.function_entries.pop()
 
     def fresh_name(self, base: str) -> str:

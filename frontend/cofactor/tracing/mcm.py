@@ -52,7 +52,7 @@ from xdsl.ir import Block
 from xdsl.rewriter import InsertPoint
 
 from cofactor.errors import CompileError
-from cofactor.ir.builder import memref_type
+from cofactor.ir.builder import call_op, memref_type
 from cofactor.ir.mlir15 import generic_op
 from cofactor.launcher import BufferSpec
 from cofactor.tracing import context, pytree
@@ -514,7 +514,7 @@ def call_one_shot(
         b.insert(generic_op("quantum.device_release", []))
     body = Block(arg_types=[IndexType()])
     b.push(body)
-    b.insert(func.CallOp(name, [*args, *outs, *([valid_out] if valid_out else [])], []))
+    b.insert(call_op(name, [*args, *outs, *([valid_out] if valid_out else [])]))
     shot = body.args[0]
     weight = None  # 1.0 for a kept shot, 0.0 for a discarded one
     if valid_out is not None:

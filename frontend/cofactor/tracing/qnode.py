@@ -18,7 +18,6 @@ Observables of terminal measurements are emitted by `observables`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -58,9 +57,16 @@ def runtime_gates() -> dict[str, tuple[int, int]]:
     from cofactor.toolchain import REPO_ROOT
 
     path = REPO_ROOT / "runtime" / "include" / "cofactor" / "gates.def"
-    text = path.read_text()
-    found = re.findall(r"^COFACTOR_GATE\((\w+),\s*(-?\d+),\s*(-?\d+)\)", text, re.M)
-    return {name: (int(p), int(w)) for name, p, w in found}
+    gates = {}
+    # (split by hand rather than by a regular expression, whose compilation is most of the
+    # cost of this function, paid on the first call of every process)
+    for line in path.read_text().splitlines():
+        if line.startswith("COFACTOR_GATE(") and ")" in line:
+            fields = line[len("COFACTOR_GATE(") : line.index(")")].split(",")
+            if len(fields) == 3:
+                name, params, wires = (f.strip() for f in fields)
+                gates[name] = (int(params), int(wires))
+    return gates
 
 
 @cache
@@ -154,11 +160,14 @@ class QuantumScope:
         items = list(queue.queue)
         queue.clear()
         ops = [o for o in items if is_operator(o)]
-        measurements = [m for m in items if isinstance(m, MeasurementProcess)]
+        # (class checks through the MRO, as in `is_operator`: the first negative isinstance
+        # of a class against one of PennyLane's ABCs walks all the ABC's subclasses)
+        measurements = [m for m in items if MeasurementProcess in type(m).__mro__]
         # (semantics) TemporaryAND with traced control values: run-time flips around it
         from cofactor.api_extensions.hybrid import expand_traced_control_values
 
-        if any(isinstance(o, qml.ops.MidMeasure | qml.ops.Conditional) for o in ops):
+        mid_circuit = (qml.ops.MidMeasure, qml.ops.Conditional)
+        if any(k in mid_circuit for o in ops for k in type(o).__mro__):
             # a quantum-function transform queued the tape it made: measurements in order
             from cofactor.tracing.transforms import _emit_operations
 
@@ -361,8 +370,9 @@ def wrapper_kind(op: Any) -> type | None:
     circuit asks for every gate."""
     cls = type(op)
     kind = _WRAPPER_KINDS.get(cls, False)
-    if kind is False:
-        kind = next((k for k in (qml.ops.Adjoint, qml.ops.Controlled) if isinstance(op, k)), None)
+    if kind is False:  # (through the MRO: see `flush`)
+        mro = cls.__mro__
+        kind = next((k for k in (qml.ops.Adjoint, qml.ops.Controlled) if k in mro), None)
         _WRAPPER_KINDS[cls] = kind
     return kind
 

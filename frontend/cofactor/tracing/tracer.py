@@ -326,13 +326,14 @@ def load_elements(
     later use; returns an object array of Scalars shaped like `flat_ids`."""
     out = np.empty(flat_ids.shape, dtype=object)
     loaded = lazy.loaded
+    if not flat_ids.ndim:  # one element (`x[i, j, k]`, once per gate angle): no index arrays
+        flat = int(flat_ids)
+        scalar = loaded.get(flat)
+        out[()] = scalar if scalar is not None else _load_one(lazy, shape, dtype, flat)
+        return out
     missing = [pos for pos in np.ndindex(*flat_ids.shape) if int(flat_ids[pos]) not in loaded]
     if missing:
-        b = context.current().builder
-        if isinstance(lazy.anchor, Block):
-            b.push_at(InsertPoint.at_start(lazy.anchor))
-        else:
-            b.push_at(InsertPoint.after(lazy.anchor))
+        b = _builder_at_anchor(lazy)
         try:
             index_cache: dict[int, SSAValue] = {}
 
@@ -357,6 +358,47 @@ def load_elements(
     for pos in np.ndindex(*flat_ids.shape):
         out[pos] = loaded[int(flat_ids[pos])]
     return out
+
+
+def _builder_at_anchor(lazy: _LazyMemref) -> Any:
+    """The builder, pushed to insert right after the memref's anchor (the caller pops)."""
+    b = context.current().builder
+    if isinstance(lazy.anchor, Block):
+        b.push_at(InsertPoint.at_start(lazy.anchor))
+    else:
+        b.push_at(InsertPoint.after(lazy.anchor))
+    return b
+
+
+def _load_one(lazy: _LazyMemref, shape: tuple[int, ...], dtype: np.dtype, flat: int) -> Scalar:
+    """`load_elements` of one element: the same ops (index constants in axis order, each
+    made once), without numpy's index helpers, which cost more than the ops."""
+    coords = []
+    rest = flat
+    for n in reversed(shape):
+        rest, i = divmod(rest, n)
+        coords.append(i)
+    coords.reverse()
+    b = _builder_at_anchor(lazy)
+    try:
+        index_cache: dict[int, SSAValue] = {}
+
+        def idx(i: int) -> SSAValue:
+            if i not in index_cache:
+                index_cache[i] = b.index(i)
+            return index_cache[i]
+
+        ids = [idx(i) for i in coords]
+        if dtype == COMPLEX:
+            re = b.load(lazy.ref, [*ids, idx(0)])
+            im = b.load(lazy.ref, [*ids, idx(1)])
+            scalar = Scalar((re, im), dtype)
+        else:
+            scalar = Scalar(b.load(lazy.ref, ids), dtype)
+    finally:
+        b.pop()
+    lazy.loaded[flat] = scalar
+    return scalar
 
 
 def _is_foreign(other: Any) -> bool:

@@ -1,0 +1,259 @@
+"""A fingerprint of a traced module: the disk cache's key without printing the module.
+
+A cached function's first call in a new process traces the Python function again (the key
+must describe the program that would be compiled now, not the Python code that made it),
+then looks the library up. Printing the module only to hash its text cost as much as a
+third of that call. `module_fingerprint` walks the ops instead and hashes what the printed
+text is made of, in order:
+
+- every op: its class and name, its operands (which value each is: values are numbered in
+  the order they first appear), its results (their numbers and types), its properties and
+  attributes (name and value, in order), its successors (block numbers) and its regions;
+- every block: its number, its arguments (numbers and types), its ops, and an end mark;
+- every attribute or type by structure: a `Data` attribute by its class and Python value
+  (repr of ints, floats, strings, bytes; enums by name; tuples and dicts element by
+  element), a `ParametrizedAttribute` by its class and its parameters (lists of tokens are
+  written with their count and each token's length); any other attribute, or a value of
+  another kind, by xDSL's printed text of it;
+- the text the frontend splices into the module after printing (`extra`).
+
+Every token is either fixed by the grammar (a count, a marker) or escaped (a repr or a
+class name), and every list is preceded by its length or closed by a mark, so two streams
+are equal only when the programs are. What the walk leaves out does not change what is
+compiled: the names of SSA values (`%x`, which MLIR's parser drops) and op locations
+(which the printer leaves out). Two programs that differ in anything that reaches the
+compiler get different fingerprints; the same program gets the same one in every process
+(nothing in a token depends on addresses or hash seeds). tests/frontend/test_fingerprint.py
+checks both.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from collections.abc import Iterable
+
+from xdsl.ir import Attribute, Block, Data, Operation, ParametrizedAttribute, SSAValue
+from xdsl.printer import Printer
+
+#: Bumped whenever the token grammar changes.
+VERSION = "2"
+
+#: attribute -> its token, shared by every module fingerprinted in this process (an
+#: attribute's token depends on nothing but its value). Bounded like the printer's caches.
+_TOKENS: dict[Attribute, str] = {}
+_TOKENS_LIMIT = 20_000
+
+
+def attribute_token(attr: Attribute) -> str:
+    """The token of one attribute or type (cached by value)."""
+    try:
+        token = _TOKENS.get(attr)
+    except TypeError:  # an unhashable attribute: no cache
+        return _make_token(attr)
+    if token is None:
+        token = _make_token(attr)
+        if len(_TOKENS) < _TOKENS_LIMIT:
+            _TOKENS[attr] = token
+    return token
+
+
+def _class_name(cls: type) -> str:
+    name = _CLASS_NAMES.get(cls)
+    if name is None:
+        name = _CLASS_NAMES[cls] = f"{cls.__module__}.{cls.__qualname__}"
+    return name
+
+
+_CLASS_NAMES: dict[type, str] = {}
+
+
+def _kind(cls: type) -> str:
+    """The kind of a class ("parametrized", "data", "attribute", "enum" or ""), found
+    in its MRO: `isinstance` against xDSL's abstract base classes walks every subclass of
+    the base the first time a class is checked (a millisecond on a cached first call)."""
+    kind = _KINDS.get(cls)
+    if kind is None:
+        mro = cls.__mro__
+        kind = _KINDS[cls] = (
+            "parametrized"
+            if ParametrizedAttribute in mro
+            else "data"
+            if Data in mro
+            else "attribute"
+            if Attribute in mro
+            else "enum"
+            if enum.Enum in mro
+            else ""
+        )
+    return kind
+
+
+_KINDS: dict[type, str] = {}
+
+
+def _make_token(attr: Attribute) -> str:
+    cls = type(attr)
+    kind = _kind(cls)
+    if kind == "parametrized":
+        return f"{_class_name(cls)}<{attr.name}>{_sequence(attr.parameters)}"
+    if kind == "data":
+        inner = _python_token(attr.data)
+        if inner is not None:
+            return f"{_class_name(cls)}<{attr.name}>[{inner}]"
+    return f"{_class_name(cls)}!{_printed(attr)!r}"
+
+
+def _value_token(value: object) -> str:
+    if _kind(type(value)) in ("parametrized", "data", "attribute"):
+        return attribute_token(value)
+    inner = _python_token(value)
+    return inner if inner is not None else f"?{_printed(value)!r}"
+
+
+def _python_token(value: object) -> str | None:
+    """The token of a plain Python value inside an attribute; None for another kind."""
+    kind = type(value)
+    if kind in (int, float, str, bytes, bool) or value is None:
+        return f"{kind.__name__}:{value!r}"
+    category = _kind(kind)
+    if category in ("parametrized", "data", "attribute"):
+        return attribute_token(value)
+    if category == "enum":
+        return f"{_class_name(kind)}.{value.name}"
+    if kind in (tuple, list):
+        return kind.__name__ + _sequence(value)
+    if kind is dict:
+        return "dict" + _sequence([x for item in value.items() for x in item])
+    return None
+
+
+def _sequence(values: Iterable[object]) -> str:
+    """Tokens of several values, each preceded by its length: `(n|len:token|len:token)`."""
+    tokens = [_value_token(v) for v in values]
+    return f"({len(tokens)}" + "".join(f"|{len(t)}:{t}" for t in tokens) + ")"
+
+
+def _printed(value: object) -> str:
+    """xDSL's text of an attribute (or anything its printer prints): the fallback token, as
+    complete as the module's text by definition."""
+    from io import StringIO
+
+    stream = StringIO()
+    printer = Printer(stream=stream)
+    if _kind(type(value)) in ("parametrized", "data", "attribute"):
+        printer.print_attribute(value)
+    else:
+        printer.print_string(repr(value))
+    return stream.getvalue()
+
+
+class _Walk:
+    """The token stream of one module: for each op, its head (class, name, properties,
+    attributes, result types; the same for every op of a kind, made once per kind and walk),
+    then its operands and results (value numbers), successors (block numbers) and regions."""
+
+    def __init__(self) -> None:
+        self.tokens: list[str] = []
+        self._values: dict[int, int] = {}  # id(SSA value) -> number (all live while walking)
+        self._blocks: dict[int, int] = {}  # id(block) -> number
+        # op kind, keyed by the identities of its attribute objects (which ops of a kind
+        # share, and which all live as long as the module) -> its head
+        self._heads: dict[tuple, str] = {}
+        self._by_id: dict[int, str] = {}  # id(attribute) -> token
+
+    def attribute(self, attr: Attribute) -> str:
+        token = self._by_id.get(id(attr))
+        if token is None:
+            token = self._by_id[id(attr)] = attribute_token(attr)
+        return token
+
+    def numbers(self, values: Iterable[SSAValue]) -> str:
+        numbering = self._values
+        out = []
+        for v in values:
+            number = numbering.get(id(v))
+            if number is None:
+                number = numbering[id(v)] = len(numbering)
+            out.append(str(number))
+        return " ".join(out)
+
+    def block_number(self, block: Block) -> str:
+        number = self._blocks.get(id(block))
+        if number is None:
+            number = self._blocks[id(block)] = len(self._blocks)
+        return str(number)
+
+    def head(self, op: Operation) -> str:
+        props, attrs, results = op.properties, op.attributes, op.results
+        key = (
+            type(op),
+            len(props),
+            len(attrs),
+            len(results),
+            *props,
+            *map(id, props.values()),
+            *attrs,
+            *map(id, attrs.values()),
+            *[id(r.type) for r in results],
+        )
+        head = self._heads.get(key)
+        if head is None:
+            token = self.attribute
+            parts = [f"op {_class_name(type(op))} {op.name}", f"properties {len(props)}"]
+            for name, attr in props.items():
+                parts += (repr(name), token(attr))
+            parts.append(f"attributes {len(attrs)}")
+            for name, attr in attrs.items():
+                parts += (repr(name), token(attr))
+            parts.append(f"result types {len(results)}")
+            parts += [token(r.type) for r in results]
+            head = self._heads[key] = "\n".join(parts)
+        return head
+
+    def op(self, op: Operation) -> None:
+        # One string per op (the tokens are joined by newlines in the end, so this is the
+        # same stream as one token per line). Value and block numbers are digits: a list
+        # of them, space-separated after a letter, is one token.
+        numbering = self._values
+        operands = []
+        for v in op._operands:
+            number = numbering.get(id(v))
+            if number is None:
+                number = numbering[id(v)] = len(numbering)
+            operands.append(str(number))
+        successors = op._successors
+        regions = op.regions
+        self.tokens.append(
+            f"{self.head(op)}\no{' '.join(operands)}\nr{self.numbers(op.results)}\n"
+            f"s{' '.join(self.block_number(b) for b in successors) if successors else ''}\n"
+            f"regions {len(regions)}"
+        )
+        for region in regions:
+            for block in region.blocks:
+                self.block(block)
+            self.tokens.append("end region")
+
+    def block(self, block: Block) -> None:
+        out = self.tokens.append
+        args = block.args
+        out(f"block {self.block_number(block)} {len(args)}")
+        out("a" + self.numbers(args))
+        for a in args:
+            out(self.attribute(a.type))
+        for op in block.ops:
+            self.op(op)
+        out("end block")
+
+
+def module_fingerprint(module: Operation, extra: Iterable[str] = ()) -> str:
+    """The SHA-256 (hex) of `module`'s token stream and of the texts `extra` that are
+    spliced into its printed form."""
+    walk = _Walk()
+    walk.op(module)
+    digest = hashlib.sha256(f"cofactor-ir-fingerprint {VERSION}\n".encode())
+    digest.update("\n".join(walk.tokens).encode())
+    for text in extra:
+        digest.update(f"\nextra {len(text)}\n".encode())
+        digest.update(text.encode())
+    return digest.hexdigest()
