@@ -1,4 +1,5 @@
 //===- Optimize.cpp - LLVM IR optimization with Enzyme, as opt ------------===//
+#include "EnzymeInput.h"
 #include "Stages.h"
 
 #include "llvm/ADT/StringSet.h"
@@ -9,6 +10,7 @@
 #include "llvm/IR/Verifier.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/PassPlugin.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
@@ -156,12 +158,26 @@ bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error
     elements.push_back(std::move(passes));
   }
   elements.back().addPass(llvm::VerifierPass());
+  EnzymeInput enzymeInput;
+  bool forEnzyme = enzyme && elements.size() > 1 && needsEnzyme(module);
+  // Type analysis follows an address computed from a loop's counter at each value the
+  // counter can take, up to this many (Enzyme's default 100): with the loops over the
+  // elements of a traced array, each such address shifted the type tree of its array 100
+  // times (a third of Enzyme's time on tanh(W x) at W 512 x 512). The arrays cofactor
+  // passes hold one element type throughout, which a few offsets already show. Set for
+  // each compile: lld resets every option (see setOption).
+  if (forEnzyme)
+    setOption("enzyme-max-int-offset", "8");
   for (llvm::ModulePassManager &passes : elements) {
     auto start = std::chrono::steady_clock::now();
+    if (forEnzyme && &passes == &elements.front())
+      enzymeInput.prepare(module);
     // Before the last element (O2), after Enzyme, which has replaced the calls that
     // name the functions it differentiates.
-    if (&passes == &elements.back())
+    if (&passes == &elements.back()) {
+      enzymeInput.restore();
       deleteUnusedFunctions(module);
+    }
     passes.run(module, mam);
     if (elementMs)
       elementMs->push_back(std::chrono::duration<double, std::milli>(
