@@ -15,13 +15,18 @@
 //   initializer) marked `enzyme_inactive`, which Enzyme treats exactly as it treats the
 //   constant (its output is the same, text for text); the initializer comes back before O2.
 //
-// Neither changes the arithmetic of the function or of its derivative.
+// - Enzyme's PreserveNVVM pass, before it, runs on every function of the module what the
+//   Enzyme pass runs again first (attributeKnownFunctions: 8 M instructions); it is skipped
+//   when the module has nothing else for it (needsPreserveNVVM).
+//
+// None of these changes the arithmetic of the function or of its derivative.
 //
 //===----------------------------------------------------------------------===//
 #include "EnzymeInput.h"
 
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/Triple.h"
 #include "llvm/Analysis/ConstantFolding.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/IRBuilder.h"
@@ -159,6 +164,16 @@ void EnzymeInput::prepare(llvm::Module &module) {
     global.setLinkage(llvm::GlobalValue::ExternalLinkage);
     global.setMetadata("enzyme_inactive", llvm::MDNode::get(context, {}));
   }
+}
+
+bool EnzymeInput::needsPreserveNVVM(const llvm::Module &module) {
+  llvm::Triple triple(module.getTargetTriple());
+  if (triple.isNVPTX() || triple.isAMDGPU())
+    return true;
+  for (const llvm::GlobalVariable &global : module.globals())
+    if (global.getName().contains("enzyme") || global.getName() == "llvm.global.annotations")
+      return true;
+  return false;
 }
 
 void EnzymeInput::restore() {

@@ -21,6 +21,13 @@ public:
   void prepare(llvm::Module &module);
   void restore();
 
+  /// Whether Enzyme's PreserveNVVM pass has anything to do in `module`: globals naming
+  /// Enzyme's registrations (`__enzyme_register_gradient_*`, `__enzyme_inactivefn`, ...),
+  /// annotations, or a GPU target. Otherwise it only runs what the Enzyme pass runs first
+  /// (attributeKnownFunctions on each function; 8 M instructions on the tanh gradient),
+  /// and Enzyme's output is the same without it.
+  static bool needsPreserveNVVM(const llvm::Module &module);
+
 private:
   struct Hidden {
     llvm::GlobalVariable *global;

@@ -148,7 +148,8 @@ bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error
   // (Enzyme and O2 apart). All are parsed first, so that a bad pipeline fails before any
   // pass runs, as opt does.
   std::vector<llvm::ModulePassManager> elements;
-  for (llvm::StringRef element : splitPipeline(pipeline)) {
+  std::vector<llvm::StringRef> names = splitPipeline(pipeline);
+  for (llvm::StringRef element : names) {
     llvm::ModulePassManager passes;
     if (llvm::Error err = builder.parsePassPipeline(passes, element)) {
       errors << "error: unable to parse pass pipeline description '" << pipeline
@@ -168,10 +169,16 @@ bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error
   // each compile: lld resets every option (see setOption).
   if (forEnzyme)
     setOption("enzyme-max-int-offset", "8");
-  for (llvm::ModulePassManager &passes : elements) {
+  for (size_t i = 0; i < elements.size(); ++i) {
+    llvm::ModulePassManager &passes = elements[i];
     auto start = std::chrono::steady_clock::now();
-    if (forEnzyme && &passes == &elements.front())
+    if (forEnzyme && i == 0)
       enzymeInput.prepare(module);
+    if (forEnzyme && names[i] == "preserve-nvvm" && !EnzymeInput::needsPreserveNVVM(module)) {
+      if (elementMs)
+        elementMs->push_back(0.0);
+      continue;
+    }
     // Before the last element (O2), after Enzyme, which has replaced the calls that
     // name the functions it differentiates.
     if (&passes == &elements.back()) {
