@@ -21,13 +21,6 @@ void initializeCodeGen() {
   static const bool initialized = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
-    // As compiler.LLC_FLAGS for llc: SelectionDAG's store merging is quadratic in the
-    // stores of one basic block, and traced programs and their Enzyme reverse passes are
-    // few blocks with thousands of stores (see the comment there for the measurements).
-    auto &options = llvm::cl::getRegisteredOptions();
-    auto merging = options.find("combiner-store-merging");
-    if (merging != options.end())
-      merging->second->addOccurrence(0, "combiner-store-merging", "false");
     return true;
   }();
   (void)initialized;
@@ -114,9 +107,21 @@ llvm::CodeGenOpt::Level chooseLevel(llvm::Module &module) {
 
 } // namespace
 
+void setOption(llvm::StringRef name, llvm::StringRef value) {
+  auto &options = llvm::cl::getRegisteredOptions();
+  auto found = options.find(name);
+  if (found != options.end() && found->second->getNumOccurrences() == 0)
+    found->second->addOccurrence(0, name, value);
+}
+
 bool emitObject(llvm::Module &module, llvm::SmallVectorImpl<char> &object,
                 std::string &error) {
   initializeCodeGen();
+  // As compiler.LLC_FLAGS for llc: SelectionDAG's store merging is quadratic in the
+  // stores of one basic block, and traced programs and their Enzyme reverse passes are
+  // few blocks with thousands of stores (see the comment there for the measurements).
+  // Set for each compile, not once per process: the link of the previous one reset it.
+  setOption("combiner-store-merging", "false");
 
   // What llc does for a module without a triple: the default triple, the generic CPU
   // (no -mcpu), -O2 (-O0 for code that only waits on the runtime, see chooseLevel),

@@ -1,4 +1,5 @@
 //===- Optimize.cpp - LLVM IR optimization with Enzyme, as opt ------------===//
+#include "EnzymeInput.h"
 #include "Stages.h"
 
 #include "llvm/ADT/StringSet.h"
@@ -146,7 +147,8 @@ bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error
   // (Enzyme and O2 apart). All are parsed first, so that a bad pipeline fails before any
   // pass runs, as opt does.
   std::vector<llvm::ModulePassManager> elements;
-  for (llvm::StringRef element : splitPipeline(pipeline)) {
+  std::vector<llvm::StringRef> names = splitPipeline(pipeline);
+  for (llvm::StringRef element : names) {
     llvm::ModulePassManager passes;
     if (llvm::Error err = builder.parsePassPipeline(passes, element)) {
       errors << "error: unable to parse pass pipeline description '" << pipeline
@@ -156,12 +158,32 @@ bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error
     elements.push_back(std::move(passes));
   }
   elements.back().addPass(llvm::VerifierPass());
-  for (llvm::ModulePassManager &passes : elements) {
+  EnzymeInput enzymeInput;
+  bool forEnzyme = enzyme && elements.size() > 1 && needsEnzyme(module);
+  // Type analysis follows an address computed from a loop's counter at each value the
+  // counter can take, up to this many (Enzyme's default 100): with the loops over the
+  // elements of a traced array, each such address shifted the type tree of its array 100
+  // times (a third of Enzyme's time on tanh(W x) at W 512 x 512). The arrays cofactor
+  // passes hold one element type throughout, which a few offsets already show. Set for
+  // each compile: lld resets every option (see setOption).
+  if (forEnzyme)
+    setOption("enzyme-max-int-offset", "8");
+  for (size_t i = 0; i < elements.size(); ++i) {
+    llvm::ModulePassManager &passes = elements[i];
     auto start = std::chrono::steady_clock::now();
+    if (forEnzyme && i == 0)
+      enzymeInput.prepare(module);
+    if (forEnzyme && names[i] == "preserve-nvvm" && !EnzymeInput::needsPreserveNVVM(module)) {
+      if (elementMs)
+        elementMs->push_back(0.0);
+      continue;
+    }
     // Before the last element (O2), after Enzyme, which has replaced the calls that
     // name the functions it differentiates.
-    if (&passes == &elements.back())
+    if (&passes == &elements.back()) {
+      enzymeInput.restore();
       deleteUnusedFunctions(module);
+    }
     passes.run(module, mam);
     if (elementMs)
       elementMs->push_back(std::chrono::duration<double, std::milli>(

@@ -54,6 +54,12 @@ bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error
               std::vector<double> *elementMs = nullptr);
 
 /// llc -O2 -filetype=obj -relocation-model=pic, for the host, into memory.
+/// Gives the LLVM (or Enzyme) command-line option `name` the value `value` unless it was
+/// given one since the last reset. lld's driver resets every option of the process to its
+/// default (cl::ResetAllOptionOccurrences) at each link, so an option the pipeline needs is
+/// set again by each compile, before the stage that reads it.
+void setOption(llvm::StringRef name, llvm::StringRef value);
+
 bool emitObject(llvm::Module &module, llvm::SmallVectorImpl<char> &object,
                 std::string &error);
 
