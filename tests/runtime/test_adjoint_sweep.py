@@ -118,3 +118,54 @@ def test_sweep_sel_matches_pennylane(rt, monkeypatch, n, method):
         qml.numpy.array(weights, requires_grad=True)
     )
     np.testing.assert_allclose(jac, np.reshape(expected, (2, -1)), atol=1e-10)
+
+
+def _record_permutation_runs(rt, n: int, seed: int) -> None:
+    """Trainable layers, each followed by a long run of CNOTs and SWAPs on random wire pairs
+    (with a Toffoli, a controlled SWAP or a fixed gate breaking it now and then), the last
+    run at the end of the tape: the backward walk's permutation blocks (AdjointFusion.hpp)."""
+    rng = np.random.default_rng(seed)
+    rt.tape_start()
+    for layer in range(3):
+        for w in range(n):
+            rt.gate("Rot", rng.normal(size=3), [w])
+        if layer == 1:
+            rt.gate("IsingXX", [0.7], [0, n - 1])  # trainable, two wires: takes its unfused step
+        for _ in range(3 * n):
+            a, b = (int(x) for x in rng.choice(n, size=2, replace=False))
+            u = rng.random()
+            if u < 0.6:
+                rt.gate("CNOT", [], [a, b])
+            elif u < 0.85:
+                rt.gate("SWAP", [], [a, b])
+            elif u < 0.9 and n >= 3:
+                c = next(x for x in range(n) if x not in (a, b))
+                rt.gate("Toffoli", [], [a, c, b])
+            elif u < 0.95 and n >= 3:
+                c = next(x for x in range(n) if x not in (a, b))
+                rt.gate("SWAP", [], [a, b], ctrls=[c])
+            else:
+                rt.gate("Hadamard", [], [a])
+    rt.tape_stop()
+
+
+@pytest.mark.parametrize("n", [4, 12, 13])
+def test_permutation_runs_match_unfused(rt, monkeypatch, n):
+    """Runs of CNOTs and SWAPs are one permuting pass per state: the Jacobian is the unfused
+    one to 1e-12, with several observables and one at a time."""
+
+    def jacobian(fusion: bool) -> np.ndarray:
+        monkeypatch.setenv("COFACTOR_FUSION", "1" if fusion else "0")
+        monkeypatch.setenv("COFACTOR_FUSION_QUBITS", "2")
+        monkeypatch.setenv("COFACTOR_FUSION_MIN_QUBITS", "0")
+        rt.acquire(n)
+        _record_permutation_runs(rt, n, 100 + n)
+        jac = rt.adjoint_jacobian(_observables(rt, n))
+        rt.release()
+        return jac
+
+    ref = jacobian(fusion=False)
+    assert np.max(np.abs(ref)) > 1e-2
+    np.testing.assert_allclose(jacobian(fusion=True), ref, atol=1e-12, rtol=0)
+    monkeypatch.setenv("COFACTOR_ADJOINT_MAX_BATCH", "1")
+    np.testing.assert_allclose(jacobian(fusion=True), ref, atol=1e-12, rtol=0)
