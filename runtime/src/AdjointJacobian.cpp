@@ -24,6 +24,7 @@
 #include <new>
 
 #include "AdjointFusion.hpp"
+#include "GateFusion.hpp"
 #include "Error.hpp"
 #include "StateVectorDevice.hpp"
 
@@ -58,6 +59,56 @@ class SpareBuffers {
     static constexpr size_t kMaxSpares = 4;
     std::vector<StateBuffer> spares_;
 };
+
+// The trailing run of the tape (after `first`) that only permutes basis states linearly over
+// GF(2) (CNOTs, SWAPs without further controls), and each observable a sum of Z words: then
+// lambda after undoing the run, R^dagger O R phi' with phi' = R^dagger phi, is O' phi' for
+// the Z words O' = R^dagger O R (R|x> = |L x>, so Z^b becomes Z^(L^T b)), and the walk need
+// not undo the run on the lambdas (one CNOT pass per gate and observable; StronglyEntangling-
+// Layers ends with a ring of n CNOTs). Returns the run's length (0: none or not Z words) and
+// the transformed masks of every term, observable after observable.
+size_t zWordRun(const std::vector<Operation> &tape, size_t first, const std::vector<const Observable *> &obs, int n,
+                std::vector<uint64_t> &zmasks) {
+    zmasks.clear();
+    if (n > 63) return 0;
+    size_t run = 0;
+    int64_t w[kMaxQubits];
+    auto permutation = [&](const Operation &op) { // 1 CNOT (w: target, control), 2 SWAP
+        if (op.kind != Operation::Kind::Gate || (op.firstParam >= 0 && !op.params.empty())) return 0;
+        if (fusion::localWires(op, w) != 2) return 0;
+        const int64_t base = canonicalGate(op.gateId).base;
+        const Controls c = operationControls(op);
+        if (base == CF_GATE_PauliX && c.size == 1 && c.value[0] == 1) return 1;
+        return base == CF_GATE_SWAP && c.size == 0 ? 2 : 0;
+    };
+    while (run + first + 1 < tape.size() && permutation(tape[tape.size() - 1 - run])) ++run;
+    if (run == 0) return 0;
+    for (const Observable *o : obs)
+        for (const ObsTerm &t : o->terms) {
+            PauliMasks pm;
+            if (!pauliMasks(t, n, pm) || pm.x != 0 || pm.y != 0) return 0;
+        }
+    std::vector<uint64_t> image(static_cast<size_t>(n)); // L e_k, L: the run in tape order
+    for (int k = 0; k < n; ++k) image[size_t(k)] = uint64_t(1) << k;
+    for (size_t i = tape.size() - run; i < tape.size(); ++i) {
+        const int kind = permutation(tape[i]);
+        const int b0 = bitOf(n, w[0]), b1 = bitOf(n, w[1]);
+        for (uint64_t &x : image) {
+            const uint64_t v0 = (x >> b0) & 1, v1 = (x >> b1) & 1;
+            if (kind == 2) x ^= (v0 ^ v1) * ((uint64_t(1) << b0) | (uint64_t(1) << b1));
+            else x ^= v1 << b0; // CNOT: target w[0], control w[1]
+        }
+    }
+    for (const Observable *o : obs)
+        for (const ObsTerm &t : o->terms) {
+            PauliMasks pm;
+            pauliMasks(t, n, pm);
+            uint64_t z = 0; // (L^T b)_k = parity(b & L e_k)
+            for (int k = 0; k < n; ++k) z |= uint64_t(__builtin_parityll(pm.z & image[size_t(k)])) << k;
+            zmasks.push_back(z);
+        }
+    return run;
+}
 
 SpareBuffers &spareBuffers() {
     thread_local SpareBuffers spares;
@@ -107,6 +158,10 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
     // takes (AdjointFusion.hpp); COFACTOR_ADJOINT_SWEEP_WIRES=0: never (for A/B timings)
     int sweepWires = kMinSweepWires;
     if (const char *k = std::getenv("COFACTOR_ADJOINT_SWEEP_WIRES"); k && *k) sweepWires = std::atoi(k);
+    // COFACTOR_ADJOINT_Z_RUN=0: the lambdas undo a trailing CNOT run gate by gate (A/B timings)
+    std::vector<uint64_t> zmasks;
+    const char *zRun = std::getenv("COFACTOR_ADJOINT_Z_RUN");
+    const size_t run = zRun && *zRun && std::atoi(zRun) == 0 ? 0 : zWordRun(tape, firstTrainable, obs, n_, zmasks);
     StateBuffer phi, mu, scratch;
     std::vector<StateBuffer> lambda(batch);
     struct GiveBack { // the buffers of a small register go to the spares when this returns
@@ -130,8 +185,22 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
     for (size_t first = 0; first < numObs; first += batch) {
         const size_t count = std::min(batch, numObs - first);
         copyState(phi.data(), sv_.data(), size);
-        for (size_t b = 0; b < count; ++b)
-            applyObservable(*obs[first + b], sv_.data(), lambda[b].data(), scratch.data(), n_);
+        if (run > 0) { // phi through the run; lambda = O' phi (zWordRun)
+            for (size_t i = tape.size(); i-- > tape.size() - run;) applyOperation(phi.data(), n_, tape[i], true);
+            size_t term = 0;
+            for (size_t o = 0; o < first; ++o) term += obs[o]->terms.size();
+            for (size_t b = 0; b < count; ++b) {
+                bool written = false;
+                for (const ObsTerm &t : obs[first + b]->terms) {
+                    applyPauliWord(phi.data(), lambda[b].data(), size, 0, 0, zmasks[term++], t.coeff, written);
+                    written = true;
+                }
+                if (!written) fillZero(lambda[b].data(), size);
+            }
+        } else {
+            for (size_t b = 0; b < count; ++b)
+                applyObservable(*obs[first + b], sv_.data(), lambda[b].data(), scratch.data(), n_);
+        }
         // the unfused step of one operation (AdjointFusion.cpp gathers the others into blocks)
         auto single = [&](const Operation &op, bool undoLambda, bool derivatives) {
             auto cell = [&](size_t b, size_t j) -> double & { // d<O_{first+b}>/d(param j of op)
@@ -189,7 +258,7 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
         for (size_t b = 0; b < count; ++b) walk.lambdas.push_back(lambda[b].data());
         AdjointFuser fuser(std::move(walk), fusionQubits, sweepWires);
         // operations before the first trainable one change no derivative: the walk ends there
-        for (size_t i = tape.size(); i-- > firstTrainable;) fuser.add(tape[i], i == firstTrainable);
+        for (size_t i = tape.size() - run; i-- > firstTrainable;) fuser.add(tape[i], i == firstTrainable);
         fuser.finish();
     }
 }

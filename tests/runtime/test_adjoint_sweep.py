@@ -146,26 +146,48 @@ def _record_permutation_runs(rt, n: int, seed: int) -> None:
                 rt.gate("SWAP", [], [a, b], ctrls=[c])
             else:
                 rt.gate("Hadamard", [], [a])
+    for w in range(n):  # the tape ends with a ring (and a SWAP): a trailing permutation
+        rt.gate("CNOT", [], [w, (w + 2) % n])
+    rt.gate("SWAP", [], [0, n - 1])
     rt.tape_stop()
 
 
-@pytest.mark.parametrize("n", [4, 12, 13])
-def test_permutation_runs_match_unfused(rt, monkeypatch, n):
-    """Runs of CNOTs and SWAPs are one permuting pass per state: the Jacobian is the unfused
-    one to 1e-12, with several observables and one at a time."""
+def _z_observables(rt, n: int) -> list[int]:
+    """Sums of Z words (and the identity): the lambdas skip the tape's trailing CNOT run."""
+    return [
+        rt.named("PauliZ", n - 1),
+        rt.tensor([rt.named("PauliZ", 0), rt.named("PauliZ", n // 2)]),
+        rt.hamiltonian(
+            [0.3, -1.2, 0.5],
+            [rt.named("PauliZ", 1), rt.named("Identity", 0), rt.named("PauliZ", n - 2)],
+        ),
+    ]
 
-    def jacobian(fusion: bool) -> np.ndarray:
+
+@pytest.mark.parametrize("z_words", [False, True])
+@pytest.mark.parametrize("n", [4, 12, 13])
+def test_permutation_runs_match_unfused(rt, monkeypatch, n, z_words):
+    """Long runs of CNOTs and SWAPs, the tape ending with one: the Jacobian is the unfused
+    one to 1e-12, with several observables and one at a time; with Z words, the lambdas
+    start after the trailing run (O' = R^dagger O R, AdjointJacobian.cpp), and equal the
+    walk that undoes the run on them gate by gate (COFACTOR_ADJOINT_Z_RUN=0)."""
+    observables = _z_observables if z_words else _observables
+
+    def jacobian(fusion: bool, z_run: bool = True) -> np.ndarray:
         monkeypatch.setenv("COFACTOR_FUSION", "1" if fusion else "0")
         monkeypatch.setenv("COFACTOR_FUSION_QUBITS", "2")
         monkeypatch.setenv("COFACTOR_FUSION_MIN_QUBITS", "0")
+        monkeypatch.setenv("COFACTOR_ADJOINT_Z_RUN", "1" if z_run else "0")
         rt.acquire(n)
         _record_permutation_runs(rt, n, 100 + n)
-        jac = rt.adjoint_jacobian(_observables(rt, n))
+        jac = rt.adjoint_jacobian(observables(rt, n))
         rt.release()
         return jac
 
-    ref = jacobian(fusion=False)
+    ref = jacobian(fusion=False, z_run=False)
     assert np.max(np.abs(ref)) > 1e-2
+    np.testing.assert_allclose(jacobian(fusion=False), ref, atol=1e-12, rtol=0)
     np.testing.assert_allclose(jacobian(fusion=True), ref, atol=1e-12, rtol=0)
+    np.testing.assert_allclose(jacobian(fusion=True, z_run=False), ref, atol=1e-12, rtol=0)
     monkeypatch.setenv("COFACTOR_ADJOINT_MAX_BATCH", "1")
     np.testing.assert_allclose(jacobian(fusion=True), ref, atol=1e-12, rtol=0)
