@@ -11,6 +11,7 @@ import ctypes
 import os
 from ctypes import POINTER, c_char_p, c_double, c_int8, c_int64, c_void_p
 from pathlib import Path
+from typing import Any
 
 from cofactor.errors import RuntimeExecutionError, ToolchainNotFoundError
 
@@ -106,8 +107,9 @@ def library_path(path: str | os.PathLike[str] | None = None) -> Path:
     return Path(env) if env else DEFAULT_LIBRARY
 
 
-def load_runtime(path: str | os.PathLike[str] | None = None) -> ctypes.CDLL:
-    """Loads the runtime (RTLD_GLOBAL) with argtypes/restype declared for every cf_rt_*."""
+def load_runtime(path: str | os.PathLike[str] | None = None) -> RuntimeLibrary:
+    """Loads the runtime (RTLD_GLOBAL); each cf_rt_* function gets its argtypes/restype
+    (SIGNATURES) when it is first looked up."""
     lib_path = library_path(path)
     if not lib_path.is_file():
         raise ToolchainNotFoundError(
@@ -115,12 +117,24 @@ def load_runtime(path: str | os.PathLike[str] | None = None) -> ctypes.CDLL:
             "(or set COFACTOR_RUNTIME_LIB)"
         )
     check_threads_env()
-    lib = ctypes.CDLL(str(lib_path), mode=ctypes.RTLD_GLOBAL)
-    for name, (restype, argtypes) in SIGNATURES.items():
-        fn = getattr(lib, name)
-        fn.restype = restype
-        fn.argtypes = argtypes
-    return lib
+    return RuntimeLibrary(str(lib_path), mode=ctypes.RTLD_GLOBAL)
+
+
+class RuntimeLibrary(ctypes.CDLL):
+    """The runtime, each `cf_rt_*` function declared (restype/argtypes from SIGNATURES) on
+    its first use: declaring all 40 when the library is loaded was a fifth of a millisecond
+    of the first call of every process, which uses two or three of them."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        fn = self[name]
+        signature = SIGNATURES.get(name)
+        if signature is not None:
+            fn.restype, fn.argtypes = signature
+        # kept as an attribute only once declared (another thread may look it up meanwhile)
+        setattr(self, name, fn)
+        return fn
 
 
 def error_message(lib: ctypes.CDLL) -> str:

@@ -374,3 +374,34 @@ def quantum_attrs(**attrs: object) -> dict[str, Attribute]:
         else:  # pragma: no cover - programming error
             raise TypeError(f"cannot encode attribute {key}={value!r}")
     return out
+
+
+def _prime_class_checks() -> None:
+    """Answer, at import, the class checks xDSL makes whenever a trace builds one of these
+    attributes (`Attribute.__post_init__` asks `isinstance(self, Data)` and
+    `isinstance(self, ParametrizedAttribute)`; IntegerAttr asks whether its type is an
+    IndexType). They are ABC checks: the first negative answer for a class walks every
+    subclass of the ABC (every Data attribute of every dialect loaded), and the answer is
+    then remembered by the ABC: a table built once a process, a third of a millisecond of
+    the first trace otherwise."""
+    from xdsl.dialects.builtin import Float64Type, FunctionType, IntegerType
+    from xdsl.ir import Data, ParametrizedAttribute
+    from xdsl.irdl import OptAttributeDef, OptionalDef, OptPropertyDef, PropertyDef
+
+    from cofactor.ir.mlir15 import ObsType
+
+    # (BoolAttr and FlatSymbolRefAttr are aliases of IntegerAttr and SymbolRefAttr)
+    built = (
+        ArrayAttr, DenseArrayBase, DenseIntOrFPElementsAttr, FloatAttr, Float64Type,
+        FunctionType, IndexType, IntAttr, IntegerAttr, IntegerType, MemRefType, NoneAttr,
+        ObsType, StringAttr, SymbolRefAttr, TensorType, UnitAttr,
+    )  # fmt: skip
+    for cls in built:
+        issubclass(cls, Data)
+        issubclass(cls, ParametrizedAttribute)
+    issubclass(IntegerType, IndexType)
+    for cls in (OptAttributeDef, OptPropertyDef, PropertyDef):  # (generic_op's defaults)
+        issubclass(cls, OptionalDef)
+
+
+_prime_class_checks()

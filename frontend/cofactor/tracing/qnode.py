@@ -18,6 +18,7 @@ Observables of terminal measurements are emitted by `observables`.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -73,6 +74,12 @@ def runtime_gates() -> dict[str, tuple[int, int]]:
 def gate_set() -> frozenset[str]:
     """The operators the frontend emits directly; everything else is decomposed."""
     return frozenset(runtime_gates()) | {"QubitUnitary", "PauliRot"}
+
+
+# Read at import (a module-level table, a quarter of a millisecond) rather than on the first
+# call of the process; an unreadable gates.def is reported when the table is first needed.
+with contextlib.suppress(OSError):
+    gate_set()
 
 
 # ----------------------------------------------------------------------------------------
