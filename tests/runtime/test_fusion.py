@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from isa_child import assert_passes_at_isa
 from scipy.stats import unitary_group
 
 FIXED_GATES = [
@@ -269,28 +270,7 @@ def test_dense_blocks_at_lower_instruction_set_levels(isa):
     """The fused kernels are compiled per instruction-set level with different vector
     widths (one, two or four amplitudes a vector: a different lowest bit for the stream
     kernel); COFACTOR_ISA is read once per process, so the block test runs in a child."""
-    import os
-    import subprocess
-    import sys
-
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-x",
-            __file__,
-            "-k",
-            "test_dense_block_at_every_position",
-        ],
-        env=dict(os.environ, COFACTOR_ISA=isa),
-        capture_output=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stdout.decode()[-3000:] + run.stderr.decode()[-2000:]
+    assert_passes_at_isa(__file__, "test_dense_block_at_every_position", isa)
 
 
 # The product prefix (GateFusion.hpp): from |0...0>, one-wire gates and then CNOTs / SWAPs
@@ -419,25 +399,4 @@ def test_product_prefix_against_pennylane(rt, monkeypatch):
 def test_product_prefix_at_lower_instruction_set_levels(isa):
     """writeProductState is compiled per instruction-set level: the prefix tests in a child
     (COFACTOR_ISA is read once per process)."""
-    import os
-    import subprocess
-    import sys
-
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-x",
-            __file__,
-            "-k",
-            "product_prefix and not lower",
-        ],
-        env=dict(os.environ, COFACTOR_ISA=isa),
-        capture_output=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stdout.decode()[-3000:] + run.stderr.decode()[-2000:]
+    assert_passes_at_isa(__file__, "product_prefix and not lower", isa)

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pennylane as qml
 import pytest
+from isa_child import assert_passes_at_isa
 
 GATES_DEF = Path(__file__).resolve().parents[2] / "runtime" / "include" / "cofactor" / "gates.def"
 GATES = [
@@ -401,25 +402,4 @@ def _swap_targets(m):
 def test_controlled_blocks_at_lower_instruction_set_levels(isa):
     """The same at the other instruction-set levels (COFACTOR_ISA is read once per
     process: a child pytest)."""
-    import os
-    import subprocess
-    import sys
-
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-x",
-            __file__,
-            "-k",
-            "test_controlled_blocks_with_one_target_in_a_chunk",
-        ],
-        env=dict(os.environ, COFACTOR_ISA=isa),
-        capture_output=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stdout.decode()[-3000:] + run.stderr.decode()[-2000:]
+    assert_passes_at_isa(__file__, "test_controlled_blocks_with_one_target_in_a_chunk", isa)

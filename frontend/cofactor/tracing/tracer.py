@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -335,24 +336,13 @@ def load_elements(
     if missing:
         b = _builder_at_anchor(lazy)
         try:
-            index_cache: dict[int, SSAValue] = {}
-
-            def idx(i: int) -> SSAValue:
-                if i not in index_cache:
-                    index_cache[i] = b.index(i)
-                return index_cache[i]
-
+            idx = _index_constants(b)
             for pos in missing:
                 flat = int(flat_ids[pos])
                 if flat in loaded:  # an element selected twice
                     continue
-                ids = [idx(int(i)) for i in np.unravel_index(flat, shape)]
-                if dtype == COMPLEX:
-                    re = b.load(lazy.ref, [*ids, idx(0)])
-                    im = b.load(lazy.ref, [*ids, idx(1)])
-                    loaded[flat] = Scalar((re, im), dtype)
-                else:
-                    loaded[flat] = Scalar(b.load(lazy.ref, ids), dtype)
+                coords = [int(i) for i in np.unravel_index(flat, shape)]
+                loaded[flat] = _emit_load(b, lazy, coords, dtype, idx)
         finally:
             b.pop()
     for pos in np.ndindex(*flat_ids.shape):
@@ -370,6 +360,28 @@ def _builder_at_anchor(lazy: _LazyMemref) -> Any:
     return b
 
 
+def _index_constants(b: Any) -> Callable[[int], SSAValue]:
+    """`idx(i)`: the index constant i, made once per load sequence (in first-use order)."""
+    cache: dict[int, SSAValue] = {}
+
+    def idx(i: int) -> SSAValue:
+        if i not in cache:
+            cache[i] = b.index(i)
+        return cache[i]
+
+    return idx
+
+
+def _emit_load(
+    b: Any, lazy: _LazyMemref, coords: list[int], dtype: np.dtype, idx: Callable[[int], SSAValue]
+) -> Scalar:
+    """The loads of the element at `coords` (a complex one: its real, then imaginary part)."""
+    ids = [idx(i) for i in coords]
+    if dtype == COMPLEX:
+        return Scalar((b.load(lazy.ref, [*ids, idx(0)]), b.load(lazy.ref, [*ids, idx(1)])), dtype)
+    return Scalar(b.load(lazy.ref, ids), dtype)
+
+
 def _load_one(lazy: _LazyMemref, shape: tuple[int, ...], dtype: np.dtype, flat: int) -> Scalar:
     """`load_elements` of one element: the same ops (index constants in axis order, each
     made once), without numpy's index helpers, which cost more than the ops."""
@@ -381,20 +393,7 @@ def _load_one(lazy: _LazyMemref, shape: tuple[int, ...], dtype: np.dtype, flat: 
     coords.reverse()
     b = _builder_at_anchor(lazy)
     try:
-        index_cache: dict[int, SSAValue] = {}
-
-        def idx(i: int) -> SSAValue:
-            if i not in index_cache:
-                index_cache[i] = b.index(i)
-            return index_cache[i]
-
-        ids = [idx(i) for i in coords]
-        if dtype == COMPLEX:
-            re = b.load(lazy.ref, [*ids, idx(0)])
-            im = b.load(lazy.ref, [*ids, idx(1)])
-            scalar = Scalar((re, im), dtype)
-        else:
-            scalar = Scalar(b.load(lazy.ref, ids), dtype)
+        scalar = _emit_load(b, lazy, coords, dtype, _index_constants(b))
     finally:
         b.pop()
     lazy.loaded[flat] = scalar
