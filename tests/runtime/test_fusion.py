@@ -83,33 +83,42 @@ def _program(rng, n: int, length: int, measure: bool):
     return prog
 
 
+def _apply_fixed_item(rt, item, outcomes: list) -> bool:
+    """Applies a program item that is not a named gate (a measurement, a unitary matrix or a
+    Pauli rotation); False for a named gate, which the caller applies."""
+    if item[0] == "measure":
+        outcomes.append(rt.measure(item[1], reset=item[2]))
+    elif item[0] == "unitary":
+        rt.unitary(item[1], item[2], adjoint=item[3])
+    elif item[0] == "pauli_rot":
+        rt.pauli_rot(item[1], item[2], item[3], adjoint=item[4])
+    else:
+        return False
+    return True
+
+
 def _run(rt, prog, n: int, shots: int, seed: int, gate_rng_seed: int):
     """Runs prog; returns the final state, the measurement outcomes and, with shots, samples."""
     rt.acquire(n, shots=shots, seed=seed)
     rng = np.random.default_rng(gate_rng_seed)  # the gates' random choices, same per run
     outcomes = []
     for item in prog:
-        if item[0] == "measure":
-            outcomes.append(rt.measure(item[1], reset=item[2]))
-        elif item[0] == "unitary":
-            rt.unitary(item[1], item[2], adjoint=item[3])
-        elif item[0] == "pauli_rot":
-            rt.pauli_rot(item[1], item[2], item[3], adjoint=item[4])
-        else:
-            name = item[1]
-            _, num_params, num_wires = rt.gates[name]
-            k = min(int(rng.integers(1, 4)), n) if num_wires < 0 else num_wires
-            if k > n:
-                continue
-            if name == "GlobalPhase":
-                k = 0
-            order = [int(w) for w in rng.permutation(n)]
-            wires, rest = order[:k], order[k:]
-            nc = int(rng.integers(0, min(2, len(rest)) + 1)) if rng.random() < 0.3 else 0
-            ctrls = rest[:nc]
-            cvals = [int(v) for v in rng.integers(0, 2, size=nc)]
-            params = rng.normal(size=num_params)
-            rt.gate(name, params, wires, adjoint=bool(rng.integers(2)), ctrls=ctrls, cvals=cvals)
+        if _apply_fixed_item(rt, item, outcomes):
+            continue
+        name = item[1]
+        _, num_params, num_wires = rt.gates[name]
+        k = min(int(rng.integers(1, 4)), n) if num_wires < 0 else num_wires
+        if k > n:
+            continue
+        if name == "GlobalPhase":
+            k = 0
+        order = [int(w) for w in rng.permutation(n)]
+        wires, rest = order[:k], order[k:]
+        nc = int(rng.integers(0, min(2, len(rest)) + 1)) if rng.random() < 0.3 else 0
+        ctrls = rest[:nc]
+        cvals = [int(v) for v in rng.integers(0, 2, size=nc)]
+        params = rng.normal(size=num_params)
+        rt.gate(name, params, wires, adjoint=bool(rng.integers(2)), ctrls=ctrls, cvals=cvals)
     expz = [rt.expval(rt.named("PauliZ", w)) for w in range(n)]
     probs = rt.probs([0, n - 1])
     state = rt.state()
@@ -336,16 +345,11 @@ def _run_prefix(rt, prog, n: int, shots: int):
     rng = np.random.default_rng(9)
     outcomes = []
     for item in prog:
-        if item[0] == "measure":
-            outcomes.append(rt.measure(item[1], reset=item[2]))
-        elif item[0] == "unitary":
-            rt.unitary(item[1], item[2], adjoint=item[3])
-        elif item[0] == "pauli_rot":
-            rt.pauli_rot(item[1], item[2], item[3], adjoint=item[4])
-        else:
-            _, name, wires, ctrls, cvals = item
-            params = rng.normal(size=rt.gates[name][1])
-            rt.gate(name, params, wires, adjoint=bool(rng.integers(2)), ctrls=ctrls, cvals=cvals)
+        if _apply_fixed_item(rt, item, outcomes):
+            continue
+        _, name, wires, ctrls, cvals = item
+        params = rng.normal(size=rt.gates[name][1])
+        rt.gate(name, params, wires, adjoint=bool(rng.integers(2)), ctrls=ctrls, cvals=cvals)
     expz = [rt.expval(rt.named("PauliZ", w)) for w in range(n)]
     samples = rt.sample() if shots else None
     return rt.state(), outcomes, expz, samples
