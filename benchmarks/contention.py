@@ -9,7 +9,11 @@ section's timeout, so none outlives a crashed run).
 
 cofactor's two thread counts are measured in one worker process, interleaved batch by batch
 (`cf_rt_set_num_threads`): the load on a shared machine drifts, and interleaving puts the
-same drift into both figures.
+same drift into both figures. Under full load a batch's wall time still swings by tens of
+percent (which time slices the scheduler happens to give it), so a batch lasts about 0.1 s
+(several time slices) and the ratio is the median over 25 pairs: with 9 pairs of 50 ms, two
+modes that ran the very same serial code (n = 12, below the parallel threshold) came out
+1.29x apart.
 
 Programs: StronglyEntanglingLayers forward (section 3's program) at each n, and a long
 circuit at 16 wires (2,050 gates: layers of RY on every wire and a CNOT chain), the case
@@ -190,7 +194,7 @@ def run_section(runner: Any) -> dict:
                         "program": program,
                         "n": n,
                         "rounds": cfg["contention_rounds"],
-                        "min_batch_s": 0.05,
+                        "min_batch_s": cfg["contention_batch_s"],
                         "max_total_s": cfg["contention_max_total_s"],
                     }
                     r = runner.run(system, spec, threads=0)
