@@ -3,6 +3,7 @@
 #include "GateFusion.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "Error.hpp"
@@ -150,6 +151,14 @@ void applyMatrix(cplx *sv, int n, std::vector<cplx> M, const int64_t *wires, int
             }
         if (nonzeros != 1) permutation = false;
     }
+    static const bool trace = std::getenv("COFACTOR_FUSION_TRACE") != nullptr;
+    if (trace) {
+        int nz = 0;
+        for (size_t j = 0; j < D * D; ++j) nz += M[j] != cplx(0);
+        std::fprintf(stderr, "block bits");
+        for (int i = 0; i < q; ++i) std::fprintf(stderr, " %d", bitOf(n, wires[i]));
+        std::fprintf(stderr, " nz %d%s%s\n", nz, diagonal ? " diag" : "", permutation ? " perm" : "");
+    }
     const Controls none;
     GateMatrix g;
     g.k = q;
@@ -270,6 +279,54 @@ void GateFuser::writePrefix(cplx *sv, int n) {
     writeProductState(sv, n, h, tlo.data(), thi.data(), llo.data(), lhi.data(), identity);
 }
 
+namespace {
+
+// op maps Z words to Z words: a CNOT (X with one control on 1), a SWAP, or diagonal.
+bool zWordMap(const Operation &op) {
+    if (op.kind != Operation::Kind::Gate || !fusable(op)) return false;
+    const Canonical c = canonicalGate(op.gateId);
+    const Controls ctrls = operationControls(op);
+    if (c.base == CF_GATE_PauliX) return ctrls.size == 1 && ctrls.value[0] == 1;
+    if (c.base == CF_GATE_SWAP) return ctrls.size == 0;
+    static const double kNoParams[1] = {0};
+    const int k = int(op.wires.size()) - c.builtinCtrls;
+    const Shape shape = baseGateMatrix(c.base, op.params.empty() ? kNoParams : op.params.data(), k, op.adjoint).shape;
+    return shape == Shape::Diagonal || shape == Shape::Parity || shape == Shape::Identity;
+}
+
+// mask <- the Z word R^dagger Z_mask R, R = op (a zWordMap operation)
+uint64_t conjugateZ(const Operation &op, int n, uint64_t mask) {
+    const int64_t base = canonicalGate(op.gateId).base;
+    if (base == CF_GATE_PauliX) { // CNOT: Z on the target picks up Z on the control
+        const Controls c = operationControls(op);
+        const int t = bitOf(n, op.wires.back()), ctl = bitOf(n, c.wire[0]);
+        if ((mask >> t) & 1) mask ^= uint64_t(1) << ctl;
+    } else if (base == CF_GATE_SWAP) {
+        const int a = bitOf(n, op.wires[0]), b = bitOf(n, op.wires[1]);
+        if (((mask >> a) ^ (mask >> b)) & 1) mask ^= (uint64_t(1) << a) | (uint64_t(1) << b);
+    }
+    return mask; // diagonal: commutes with every Z word
+}
+
+} // namespace
+
+void GateFuser::flushForZWords(cplx *sv, int n, uint64_t *masks, size_t count) {
+    if (prefix_) writePrefix(sv, n);
+    std::vector<Block> blocks, apply;
+    blocks.swap(blocks_);
+    for (Block &b : blocks) {
+        bool keep = true;
+        for (uint32_t i : b.ops) keep = keep && zWordMap(pool_[i]);
+        (keep ? blocks_ : apply).push_back(std::move(b));
+    }
+    // the kept blocks stay pending (and valid) even if applying the others throws
+    for (const Block &b : blocks_) // R^dagger Z R with R = C_k ... C_1: conjugate by C_k first
+        for (auto it = b.ops.rbegin(); it != b.ops.rend(); ++it)
+            for (size_t m = 0; m < count; ++m) masks[m] = conjugateZ(pool_[*it], n, masks[m]);
+    if (blocks_.empty()) used_ = 0;
+    for (const Block &b : apply) applyBlock(sv, n, b);
+}
+
 void GateFuser::flushAll(cplx *sv, int n) {
     // Each block is removed before it is applied, so an exception (an interrupt) cannot
     // leave a block that would be applied twice.
@@ -280,7 +337,11 @@ void GateFuser::flushAll(cplx *sv, int n) {
 }
 
 void GateFuser::applyBlock(cplx *sv, int n, const Block &b) {
-    if (b.ops.size() == 1) return applyOperation(sv, n, pool_[b.ops[0]], false);
+    static const bool trace = std::getenv("COFACTOR_FUSION_TRACE") != nullptr;
+    if (b.ops.size() == 1) {
+        if (trace) std::fprintf(stderr, "gate %lld wires %d\n", (long long)pool_[b.ops[0]].gateId, int(b.wires.size()));
+        return applyOperation(sv, n, pool_[b.ops[0]], false);
+    }
     const int q = int(b.wires.size());
     const size_t D = size_t(1) << q;
     std::vector<cplx> M(D * D, cplx(0));

@@ -98,6 +98,16 @@ class GateFuser {
         if (prefix_) writePrefix(sv, n);
         if (!blocks_.empty()) flushAll(sv, n);
     }
+    // Before expectation values of Z words (tensor products of PauliZ; bit b of a mask is
+    // bit b of an amplitude index) on the state the pending gates would make: applies every
+    // pending block but those made only of CNOTs, SWAPs and diagonal gates, which stay
+    // pending, and rewrites each mask so that its expectation on the state as it is now
+    // equals the original one's on the full state: such a block maps basis states by a
+    // GF(2)-linear permutation times phases, so it moves the probabilities without changing
+    // them, and R^dagger Z_m R = Z_m' (blocks commute: they are on disjoint wires). Saves the
+    // passes of a circuit's trailing CNOT ring (StronglyEntanglingLayers: 4-9 of ~30-50 at
+    // n = 16) and trailing phase gates.
+    void flushForZWords(cplx *sv, int n, uint64_t *masks, size_t count);
     // Forgets the pending blocks (the state is about to be replaced).
     void discard();
     // The state is |0...0> (a device reset): the product prefix starts (see below).
