@@ -102,6 +102,32 @@ std::vector<cplx> localMatrix(const Operation &op, int numLocal, bool inverse) {
 void leftMultiply(std::vector<cplx> &M, const int64_t *wires, int q, const std::vector<cplx> &F,
                   const int64_t *local, int l) {
     const size_t D = size_t(1) << q, L = size_t(1) << l;
+    if (l <= 2 && q <= 4) { // the usual one- and two-wire gates: in place, no allocation
+        size_t scat[4] = {0, 0, 0, 0}, mask = 0;
+        for (int i = 0; i < l; ++i) {
+            const int pos = int(std::find(wires, wires + q, local[i]) - wires);
+            const size_t bit = size_t(1) << (q - 1 - pos);
+            mask |= bit;
+            for (size_t j = 0; j < L; ++j)
+                if ((j >> (l - 1 - i)) & 1) scat[j] |= bit;
+        }
+        cplx rows[4][16];
+        for (size_t rest = 0; rest < D; ++rest) {
+            if (rest & mask) continue;
+            for (size_t j = 0; j < L; ++j)
+                for (size_t c = 0; c < D; ++c) rows[j][c] = M[(rest | scat[j]) * D + c];
+            for (size_t r = 0; r < L; ++r) {
+                cplx *out = &M[(rest | scat[r]) * D];
+                for (size_t c = 0; c < D; ++c) {
+                    cplx acc = 0;
+                    for (size_t j = 0; j < L; ++j)
+                        if (F[r * L + j] != cplx(0)) acc += F[r * L + j] * rows[j][c];
+                    out[c] = acc;
+                }
+            }
+        }
+        return;
+    }
     // scatter[j]: the block index bits of local basis state j
     std::vector<size_t> scatter(L, 0);
     size_t localMask = 0;

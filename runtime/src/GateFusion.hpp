@@ -47,7 +47,7 @@ namespace cf {
 
 constexpr int kMaxFusionQubits = 6;
 constexpr int kDefaultFusionMinQubits = 16;
-constexpr int kWideFusionMinQubits = 19; // from here the default width is 3, below it 2
+constexpr int kWideFusionMinQubits = 16; // from here the default width is 3, below it 2
 constexpr size_t kMaxPending = 4096; // queued operations before everything is applied
 
 // sv = M sv for a dense 2^k x 2^k row-major M on `wires` (3 <= k <= kMaxFusionQubits, or
