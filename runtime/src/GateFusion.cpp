@@ -199,7 +199,9 @@ void applyMatrix(cplx *sv, int n, std::vector<cplx> M, const int64_t *wires, int
     int low = n;
     for (int i = 0; i < q; ++i) low = std::min(low, bitOf(n, wires[i]));
     if (q == 2 && !permutation && low >= 2 && !streamKernelOff()) return applyFusedDense(sv, n, M.data(), wires, q);
-    if (q <= 2 || permutation) {
+    // permutations of 3-4 wires take the stream kernel's move-only instance (or the lane
+    // kernel); wider ones the sparse gather of denseK
+    if (q <= 2 || (permutation && q > 4)) {
         g.shape = Shape::Dense;
         g.data = std::move(M);
         return applyGateMatrix(sv, n, g, wires, none);

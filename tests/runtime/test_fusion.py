@@ -484,3 +484,45 @@ def test_z_word_expvals_after_pending_permutations(rt, monkeypatch, n):
         vals, state = _z_tail_run(rt, n, n)
         np.testing.assert_allclose(vals, ref_vals, atol=1e-12, rtol=0, err_msg=f"k={qubits}")
         np.testing.assert_allclose(state, ref_state, atol=1e-12, rtol=0, err_msg=f"k={qubits}")
+
+
+# Blocks of 3-4 wires that are permutations (CNOT, SWAP, X, Toffoli -- with phases: S, T, CZ)
+# take the stream kernel's groups of one amplitude (moves only when every entry is 1) or,
+# on the last wires, the lane kernel; fused against unfused at every position.
+_PERM_GATES = [("CNOT", 2), ("SWAP", 2), ("PauliX", 1), ("Toffoli", 3), ("S", 1), ("T", 1), ("CZ", 2)]
+
+
+@pytest.mark.parametrize("phases", [False, True])
+def test_permutation_blocks(rt, monkeypatch, phases):
+    n = 9
+    rng = np.random.default_rng(int(phases))
+    gates = _PERM_GATES if phases else _PERM_GATES[:4]
+    prog = []
+    for _ in range(60):
+        name, k = gates[int(rng.integers(len(gates)))]
+        first = int(rng.integers(n))
+        # mostly neighbouring wires, so that 3-4 wire blocks form at every position
+        wires = [(first + int(d)) % n for d in rng.permutation(4)[:k]]
+        prog.append((name, wires))
+
+    def run():
+        rt.acquire(n)
+        for w in range(n):
+            rt.gate("Rot", [0.3 * w, 1.1, -0.7 + w], [w])
+        rt.pauli_rot(0.4, "XY", [0, n - 1])  # not a product state: no product prefix
+        for i, (name, wires) in enumerate(prog):
+            rt.gate(name, [], wires)
+            if i % 15 == 14:
+                rt.pauli_rot(0.2, "Z", [i % n])  # applies the blocks on its wire
+        return rt.state()
+
+    _set(monkeypatch, False)
+    ref = run()
+    for qubits in (3, 4):
+        _set(monkeypatch, True, qubits)
+        np.testing.assert_allclose(run(), ref, atol=1e-12, rtol=0, err_msg=f"k={qubits}")
+
+
+@pytest.mark.parametrize("isa", ["base", "avx2"])
+def test_permutation_blocks_at_lower_instruction_set_levels(isa):
+    assert_passes_at_isa(__file__, "test_permutation_blocks and not lower", isa)
