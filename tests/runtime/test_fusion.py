@@ -446,7 +446,19 @@ def test_lane_blocks_at_lower_instruction_set_levels(isa):
 # Expectation values of Z words (GateFuser::flushForZWords): pending blocks of CNOTs, SWAPs
 # and diagonal gates are not applied but conjugate the words, and stay pending for what
 # follows (more gates, another expval, var, probs, the state).
-_Z_TAIL = ["CNOT", "SWAP", "CZ", "RZ", "T", "S", "PhaseShift", "IsingZZ", "MultiRZ", "Toffoli", "PauliX"]
+_Z_TAIL = [
+    "CNOT",
+    "SWAP",
+    "CZ",
+    "RZ",
+    "T",
+    "S",
+    "PhaseShift",
+    "IsingZZ",
+    "MultiRZ",
+    "Toffoli",
+    "PauliX",
+]
 
 
 def _z_tail_run(rt, n: int, seed: int):
@@ -463,8 +475,12 @@ def _z_tail_run(rt, n: int, seed: int):
             # a control of value 0 (CNOT), or controls on diagonal gates: not always Z-word maps
             nc = int(rng.integers(0, 2)) if rng.random() < 0.3 else 0
             cvals = [int(v) for v in rng.integers(0, 2, size=nc)]
-            rt.gate(name, rng.normal(size=num_params), order[:k], ctrls=order[k : k + nc], cvals=cvals)
-        words = [[int(w) for w in rng.permutation(n)[: int(rng.integers(1, n + 1))]] for _ in range(3)]
+            rt.gate(
+                name, rng.normal(size=num_params), order[:k], ctrls=order[k : k + nc], cvals=cvals
+            )
+        words = [
+            [int(w) for w in rng.permutation(n)[: int(rng.integers(1, n + 1))]] for _ in range(3)
+        ]
         handles = [rt.tensor([rt.named("PauliZ", w) for w in ws]) for ws in words]
         out.append(rt.expval(handles[0]))
         out.append(rt.expval(rt.hamiltonian([0.5, -1.25, 2.0], handles)))
@@ -489,7 +505,15 @@ def test_z_word_expvals_after_pending_permutations(rt, monkeypatch, n):
 # Blocks of 3-4 wires that are permutations (CNOT, SWAP, X, Toffoli -- with phases: S, T, CZ)
 # take the stream kernel's groups of one amplitude (moves only when every entry is 1) or,
 # on the last wires, the lane kernel; fused against unfused at every position.
-_PERM_GATES = [("CNOT", 2), ("SWAP", 2), ("PauliX", 1), ("Toffoli", 3), ("S", 1), ("T", 1), ("CZ", 2)]
+_PERM_GATES = [
+    ("CNOT", 2),
+    ("SWAP", 2),
+    ("PauliX", 1),
+    ("Toffoli", 3),
+    ("S", 1),
+    ("T", 1),
+    ("CZ", 2),
+]
 
 
 @pytest.mark.parametrize("phases", [False, True])
