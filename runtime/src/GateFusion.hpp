@@ -34,7 +34,11 @@
 // blocks are CNOTs after single-qubit gates, block diagonal with two halves, which the stream kernel multiplies at half the FMAs; with
 // that, 2-wire blocks pay from 2^16 amplitudes on and 3-wire ones from 2^19: below, the
 // state is in L2 and a 3-wire block's extra FMAs cost more than the passes they save; above,
-// k = 4's blocks (denser: four times the FMAs per amplitude) do not pay.
+// k = 4's blocks (denser: four times the FMAs per amplitude) do not pay. Session 8: that
+// loss of k = 3 at n = 16-18 came from the blocks touching the last two wires (the gather
+// kernel) and from pure-CNOT blocks (denseK); with the lane kernel and permutation blocks on
+// the stream kernel (FusedKernels.inc), k = 3 beats k = 2 from n = 16 (in-process A/B, one
+// thread, k=3/k=2: long circuit 0.93x, SEL n=16 0.94-0.96x, n=18 0.77-0.80x; runtime/README.md).
 #pragma once
 
 #include <cstdint>
