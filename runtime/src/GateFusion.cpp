@@ -429,9 +429,16 @@ void GateFuser::add(cplx *sv, int n, const Operation &op) {
     const bool fuse = fusable(op) && nw >= 1 && nw <= maxQubits_;
 
     // the pending blocks op overlaps; apply the largest ones until op fits beside the rest
-    std::vector<size_t> hit;
+    // (blocks are on disjoint wires: at most n <= kMaxQubits of them; no allocation per gate)
+    struct Hits {
+        size_t idx[kMaxQubits];
+        size_t count = 0;
+        size_t *begin() { return idx; }
+        size_t *end() { return idx + count; }
+        void erase(size_t *at) { std::copy(at + 1, end(), at), --count; }
+    } hit;
     for (size_t i = 0; i < blocks_.size(); ++i)
-        if (overlaps(blocks_[i].wires, w, nw)) hit.push_back(i);
+        if (overlaps(blocks_[i].wires, w, nw)) hit.idx[hit.count++] = i;
     auto unionSize = [&] {
         int extra = 0;
         for (size_t i : hit) extra += int(blocks_[i].wires.size());
@@ -440,7 +447,7 @@ void GateFuser::add(cplx *sv, int n, const Operation &op) {
                 if (std::find(w, w + nw, x) != w + nw) --extra;
         return nw + extra;
     };
-    std::vector<bool> drop(blocks_.size(), false);
+    bool drop[kMaxQubits] = {};
     auto removeDropped = [&] {
         size_t j = 0;
         for (size_t i = 0; i < blocks_.size(); ++i)
