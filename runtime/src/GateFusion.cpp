@@ -154,6 +154,15 @@ void leftMultiply(std::vector<cplx> &M, const int64_t *wires, int q, const std::
     M.swap(out);
 }
 
+void permuteLinear(cplx *dst, const cplx *src, int n, const uint64_t *image) {
+    const int h = n / 2;
+    const uint64_t lowSize = uint64_t(1) << h, highSize = uint64_t(1) << (n - h);
+    std::vector<uint64_t> llo(lowSize, 0), lhi(highSize, 0);
+    for (uint64_t m = 1; m < lowSize; ++m) llo[m] = llo[m & (m - 1)] ^ image[__builtin_ctzll(m)];
+    for (uint64_t m = 1; m < highSize; ++m) lhi[m] = lhi[m & (m - 1)] ^ image[h + __builtin_ctzll(m)];
+    gatherLinear(dst, src, n, h, llo.data(), lhi.data());
+}
+
 bool overlaps(const std::vector<int64_t> &a, const int64_t *w, int k) {
     for (int64_t x : a)
         for (int i = 0; i < k; ++i)

@@ -64,6 +64,9 @@ void applyFusedDense(cplx *sv, int n, const cplx *M, const int64_t *wires, int k
 void writeProductState(cplx *sv, int n, int h, const cplx *tlo, const cplx *thi, const uint64_t *llo,
                        const uint64_t *lhi, bool identity);
 
+// dst[j] = src[lhi[j >> h] ^ llo[j & (2^h - 1)]] for all 2^n amplitudes (FusedKernels.inc).
+void gatherLinear(cplx *dst, const cplx *src, int n, int h, const uint64_t *llo, const uint64_t *lhi);
+
 // The pieces the forward fuser and the adjoint Jacobian's backward fuser (AdjointFusion.hpp)
 // share. An operation's "local wires" are its targets, then its controls (built-in first).
 namespace fusion {
@@ -84,6 +87,10 @@ std::vector<cplx> localMatrix(const Operation &op, int numLocal, bool inverse);
 void leftMultiply(std::vector<cplx> &M, const int64_t *wires, int q, const std::vector<cplx> &F,
                   const int64_t *local, int l);
 bool overlaps(const std::vector<int64_t> &a, const int64_t *w, int k);
+// dst[x] = src[L x] for the GF(2)-linear L with L e_k = image[k] (bit k of an amplitude
+// index), in one gather pass: dst = R^dagger src for a run R of CNOTs and SWAPs with
+// R|x> = |L x>. dst and src must not overlap.
+void permuteLinear(cplx *dst, const cplx *src, int n, const uint64_t *image);
 // sv = M sv, M dense on the q wires: by the diagonal, permutation, 1-2 wire or fused kernel.
 void applyMatrix(cplx *sv, int n, std::vector<cplx> M, const int64_t *wires, int q);
 } // namespace fusion
