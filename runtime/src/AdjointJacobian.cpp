@@ -68,7 +68,7 @@ class SpareBuffers {
 // Layers ends with a ring of n CNOTs). Returns the run's length (0: none or not Z words) and
 // the transformed masks of every term, observable after observable.
 size_t zWordRun(const std::vector<Operation> &tape, size_t first, const std::vector<const Observable *> &obs, int n,
-                std::vector<uint64_t> &zmasks) {
+                std::vector<uint64_t> &zmasks, std::vector<uint64_t> &image) {
     zmasks.clear();
     if (n > 63) return 0;
     size_t run = 0;
@@ -88,7 +88,7 @@ size_t zWordRun(const std::vector<Operation> &tape, size_t first, const std::vec
             PauliMasks pm;
             if (!pauliMasks(t, n, pm) || pm.x != 0 || pm.y != 0) return 0;
         }
-    std::vector<uint64_t> image(static_cast<size_t>(n)); // L e_k, L: the run in tape order
+    image.assign(static_cast<size_t>(n), 0); // L e_k, L: the run in tape order
     for (int k = 0; k < n; ++k) image[size_t(k)] = uint64_t(1) << k;
     for (size_t i = tape.size() - run; i < tape.size(); ++i) {
         const int kind = permutation(tape[i]);
@@ -159,9 +159,10 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
     int sweepWires = kMinSweepWires;
     if (const char *k = std::getenv("COFACTOR_ADJOINT_SWEEP_WIRES"); k && *k) sweepWires = std::atoi(k);
     // COFACTOR_ADJOINT_Z_RUN=0: the lambdas undo a trailing CNOT run gate by gate (A/B timings)
-    std::vector<uint64_t> zmasks;
+    std::vector<uint64_t> zmasks, image;
     const char *zRun = std::getenv("COFACTOR_ADJOINT_Z_RUN");
-    const size_t run = zRun && *zRun && std::atoi(zRun) == 0 ? 0 : zWordRun(tape, firstTrainable, obs, n_, zmasks);
+    const size_t run =
+        zRun && *zRun && std::atoi(zRun) == 0 ? 0 : zWordRun(tape, firstTrainable, obs, n_, zmasks, image);
     StateBuffer phi, mu, scratch;
     std::vector<StateBuffer> lambda(batch);
     struct GiveBack { // the buffers of a small register go to the spares when this returns
@@ -184,9 +185,8 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
 
     for (size_t first = 0; first < numObs; first += batch) {
         const size_t count = std::min(batch, numObs - first);
-        copyState(phi.data(), sv_.data(), size);
-        if (run > 0) { // phi through the run; lambda = O' phi (zWordRun)
-            for (size_t i = tape.size(); i-- > tape.size() - run;) applyOperation(phi.data(), n_, tape[i], true);
+        if (run > 0) { // phi = R^dagger phi in one gather pass (not a pass per gate); lambda = O' phi
+            fusion::permuteLinear(phi.data(), sv_.data(), n_, image.data());
             size_t term = 0;
             for (size_t o = 0; o < first; ++o) term += obs[o]->terms.size();
             for (size_t b = 0; b < count; ++b) {
@@ -198,6 +198,7 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
                 if (!written) fillZero(lambda[b].data(), size);
             }
         } else {
+            copyState(phi.data(), sv_.data(), size);
             for (size_t b = 0; b < count; ++b)
                 applyObservable(*obs[first + b], sv_.data(), lambda[b].data(), scratch.data(), n_);
         }

@@ -3,6 +3,7 @@
 #include "GateFusion.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "Error.hpp"
@@ -101,6 +102,32 @@ std::vector<cplx> localMatrix(const Operation &op, int numLocal, bool inverse) {
 void leftMultiply(std::vector<cplx> &M, const int64_t *wires, int q, const std::vector<cplx> &F,
                   const int64_t *local, int l) {
     const size_t D = size_t(1) << q, L = size_t(1) << l;
+    if (l <= 2 && q <= 4) { // the usual one- and two-wire gates: in place, no allocation
+        size_t scat[4] = {0, 0, 0, 0}, mask = 0;
+        for (int i = 0; i < l; ++i) {
+            const int pos = int(std::find(wires, wires + q, local[i]) - wires);
+            const size_t bit = size_t(1) << (q - 1 - pos);
+            mask |= bit;
+            for (size_t j = 0; j < L; ++j)
+                if ((j >> (l - 1 - i)) & 1) scat[j] |= bit;
+        }
+        cplx rows[4][16];
+        for (size_t rest = 0; rest < D; ++rest) {
+            if (rest & mask) continue;
+            for (size_t j = 0; j < L; ++j)
+                for (size_t c = 0; c < D; ++c) rows[j][c] = M[(rest | scat[j]) * D + c];
+            for (size_t r = 0; r < L; ++r) {
+                cplx *out = &M[(rest | scat[r]) * D];
+                for (size_t c = 0; c < D; ++c) {
+                    cplx acc = 0;
+                    for (size_t j = 0; j < L; ++j)
+                        if (F[r * L + j] != cplx(0)) acc += F[r * L + j] * rows[j][c];
+                    out[c] = acc;
+                }
+            }
+        }
+        return;
+    }
     // scatter[j]: the block index bits of local basis state j
     std::vector<size_t> scatter(L, 0);
     size_t localMask = 0;
@@ -127,6 +154,15 @@ void leftMultiply(std::vector<cplx> &M, const int64_t *wires, int q, const std::
     M.swap(out);
 }
 
+void permuteLinear(cplx *dst, const cplx *src, int n, const uint64_t *image) {
+    const int h = n / 2;
+    const uint64_t lowSize = uint64_t(1) << h, highSize = uint64_t(1) << (n - h);
+    std::vector<uint64_t> llo(lowSize, 0), lhi(highSize, 0);
+    for (uint64_t m = 1; m < lowSize; ++m) llo[m] = llo[m & (m - 1)] ^ image[__builtin_ctzll(m)];
+    for (uint64_t m = 1; m < highSize; ++m) lhi[m] = lhi[m & (m - 1)] ^ image[h + __builtin_ctzll(m)];
+    gatherLinear(dst, src, n, h, llo.data(), lhi.data());
+}
+
 bool overlaps(const std::vector<int64_t> &a, const int64_t *w, int k) {
     for (int64_t x : a)
         for (int i = 0; i < k; ++i)
@@ -150,6 +186,14 @@ void applyMatrix(cplx *sv, int n, std::vector<cplx> M, const int64_t *wires, int
             }
         if (nonzeros != 1) permutation = false;
     }
+    static const bool trace = std::getenv("COFACTOR_FUSION_TRACE") != nullptr;
+    if (trace) {
+        int nz = 0;
+        for (size_t j = 0; j < D * D; ++j) nz += M[j] != cplx(0);
+        std::fprintf(stderr, "block bits");
+        for (int i = 0; i < q; ++i) std::fprintf(stderr, " %d", bitOf(n, wires[i]));
+        std::fprintf(stderr, " nz %d%s%s\n", nz, diagonal ? " diag" : "", permutation ? " perm" : "");
+    }
     const Controls none;
     GateMatrix g;
     g.k = q;
@@ -164,7 +208,9 @@ void applyMatrix(cplx *sv, int n, std::vector<cplx> M, const int64_t *wires, int
     int low = n;
     for (int i = 0; i < q; ++i) low = std::min(low, bitOf(n, wires[i]));
     if (q == 2 && !permutation && low >= 2 && !streamKernelOff()) return applyFusedDense(sv, n, M.data(), wires, q);
-    if (q <= 2 || permutation) {
+    // permutations of 3-4 wires take the stream kernel's move-only instance (or the lane
+    // kernel); wider ones the sparse gather of denseK
+    if (q <= 2 || (permutation && q > 4)) {
         g.shape = Shape::Dense;
         g.data = std::move(M);
         return applyGateMatrix(sv, n, g, wires, none);
@@ -270,6 +316,54 @@ void GateFuser::writePrefix(cplx *sv, int n) {
     writeProductState(sv, n, h, tlo.data(), thi.data(), llo.data(), lhi.data(), identity);
 }
 
+namespace {
+
+// op maps Z words to Z words: a CNOT (X with one control on 1), a SWAP, or diagonal.
+bool zWordMap(const Operation &op) {
+    if (op.kind != Operation::Kind::Gate || !fusable(op)) return false;
+    const Canonical c = canonicalGate(op.gateId);
+    const Controls ctrls = operationControls(op);
+    if (c.base == CF_GATE_PauliX) return ctrls.size == 1 && ctrls.value[0] == 1;
+    if (c.base == CF_GATE_SWAP) return ctrls.size == 0;
+    static const double kNoParams[1] = {0};
+    const int k = int(op.wires.size()) - c.builtinCtrls;
+    const Shape shape = baseGateMatrix(c.base, op.params.empty() ? kNoParams : op.params.data(), k, op.adjoint).shape;
+    return shape == Shape::Diagonal || shape == Shape::Parity || shape == Shape::Identity;
+}
+
+// mask <- the Z word R^dagger Z_mask R, R = op (a zWordMap operation)
+uint64_t conjugateZ(const Operation &op, int n, uint64_t mask) {
+    const int64_t base = canonicalGate(op.gateId).base;
+    if (base == CF_GATE_PauliX) { // CNOT: Z on the target picks up Z on the control
+        const Controls c = operationControls(op);
+        const int t = bitOf(n, op.wires.back()), ctl = bitOf(n, c.wire[0]);
+        if ((mask >> t) & 1) mask ^= uint64_t(1) << ctl;
+    } else if (base == CF_GATE_SWAP) {
+        const int a = bitOf(n, op.wires[0]), b = bitOf(n, op.wires[1]);
+        if (((mask >> a) ^ (mask >> b)) & 1) mask ^= (uint64_t(1) << a) | (uint64_t(1) << b);
+    }
+    return mask; // diagonal: commutes with every Z word
+}
+
+} // namespace
+
+void GateFuser::flushForZWords(cplx *sv, int n, uint64_t *masks, size_t count) {
+    if (prefix_) writePrefix(sv, n);
+    std::vector<Block> blocks, apply;
+    blocks.swap(blocks_);
+    for (Block &b : blocks) {
+        bool keep = true;
+        for (uint32_t i : b.ops) keep = keep && zWordMap(pool_[i]);
+        (keep ? blocks_ : apply).push_back(std::move(b));
+    }
+    // the kept blocks stay pending (and valid) even if applying the others throws
+    for (const Block &b : blocks_) // R^dagger Z R with R = C_k ... C_1: conjugate by C_k first
+        for (auto it = b.ops.rbegin(); it != b.ops.rend(); ++it)
+            for (size_t m = 0; m < count; ++m) masks[m] = conjugateZ(pool_[*it], n, masks[m]);
+    if (blocks_.empty()) used_ = 0;
+    for (const Block &b : apply) applyBlock(sv, n, b);
+}
+
 void GateFuser::flushAll(cplx *sv, int n) {
     // Each block is removed before it is applied, so an exception (an interrupt) cannot
     // leave a block that would be applied twice.
@@ -280,17 +374,54 @@ void GateFuser::flushAll(cplx *sv, int n) {
 }
 
 void GateFuser::applyBlock(cplx *sv, int n, const Block &b) {
-    if (b.ops.size() == 1) return applyOperation(sv, n, pool_[b.ops[0]], false);
+    static const bool trace = std::getenv("COFACTOR_FUSION_TRACE") != nullptr;
+    if (b.ops.size() == 1) {
+        if (trace) std::fprintf(stderr, "gate %lld wires %d\n", (long long)pool_[b.ops[0]].gateId, int(b.wires.size()));
+        return applyOperation(sv, n, pool_[b.ops[0]], false);
+    }
     const int q = int(b.wires.size());
     const size_t D = size_t(1) << q;
     std::vector<cplx> M(D * D, cplx(0));
     for (size_t j = 0; j < D; ++j) M[j * D + j] = 1;
+    // one-wire gates are first multiplied per wire (2x2 products) and enter M when a gate
+    // on several wires needs their wire, or at the end: one D x D product per wire and run
+    // instead of one per gate (H T RZ on a wire: one instead of three)
     int64_t local[kMaxQubits];
+    cplx pend[kMaxFusionQubits][4];
+    bool has[kMaxFusionQubits] = {};
+    std::vector<cplx> F(4);
+    auto enter = [&](int pos) {
+        F.assign(pend[pos], pend[pos] + 4);
+        leftMultiply(M, b.wires.data(), q, F, &b.wires[size_t(pos)], 1);
+        has[pos] = false;
+    };
     for (uint32_t i : b.ops) {
         const Operation &op = pool_[i];
         const int l = localWires(op, local);
+        if (l == 1) {
+            const int pos = int(std::find(b.wires.begin(), b.wires.end(), local[0]) - b.wires.begin());
+            const std::vector<cplx> m = localMatrix(op, 1, false);
+            cplx *p = pend[pos];
+            if (!has[pos]) {
+                std::copy(m.begin(), m.end(), p);
+                has[pos] = true;
+            } else { // p <- m p
+                const cplx p0 = p[0], p1 = p[1], p2 = p[2], p3 = p[3];
+                p[0] = m[0] * p0 + m[1] * p2;
+                p[1] = m[0] * p1 + m[1] * p3;
+                p[2] = m[2] * p0 + m[3] * p2;
+                p[3] = m[2] * p1 + m[3] * p3;
+            }
+            continue;
+        }
+        for (int j = 0; j < l; ++j) {
+            const int pos = int(std::find(b.wires.begin(), b.wires.end(), local[j]) - b.wires.begin());
+            if (has[pos]) enter(pos);
+        }
         leftMultiply(M, b.wires.data(), q, localMatrix(op, l, false), local, l);
     }
+    for (int pos = 0; pos < q; ++pos)
+        if (has[pos]) enter(pos);
     applyMatrix(sv, n, std::move(M), b.wires.data(), q);
 }
 
@@ -307,9 +438,16 @@ void GateFuser::add(cplx *sv, int n, const Operation &op) {
     const bool fuse = fusable(op) && nw >= 1 && nw <= maxQubits_;
 
     // the pending blocks op overlaps; apply the largest ones until op fits beside the rest
-    std::vector<size_t> hit;
+    // (blocks are on disjoint wires: at most n <= kMaxQubits of them; no allocation per gate)
+    struct Hits {
+        size_t idx[kMaxQubits];
+        size_t count = 0;
+        size_t *begin() { return idx; }
+        size_t *end() { return idx + count; }
+        void erase(size_t *at) { std::copy(at + 1, end(), at), --count; }
+    } hit;
     for (size_t i = 0; i < blocks_.size(); ++i)
-        if (overlaps(blocks_[i].wires, w, nw)) hit.push_back(i);
+        if (overlaps(blocks_[i].wires, w, nw)) hit.idx[hit.count++] = i;
     auto unionSize = [&] {
         int extra = 0;
         for (size_t i : hit) extra += int(blocks_[i].wires.size());
@@ -318,7 +456,7 @@ void GateFuser::add(cplx *sv, int n, const Operation &op) {
                 if (std::find(w, w + nw, x) != w + nw) --extra;
         return nw + extra;
     };
-    std::vector<bool> drop(blocks_.size(), false);
+    bool drop[kMaxQubits] = {};
     auto removeDropped = [&] {
         size_t j = 0;
         for (size_t i = 0; i < blocks_.size(); ++i)

@@ -34,7 +34,11 @@
 // blocks are CNOTs after single-qubit gates, block diagonal with two halves, which the stream kernel multiplies at half the FMAs; with
 // that, 2-wire blocks pay from 2^16 amplitudes on and 3-wire ones from 2^19: below, the
 // state is in L2 and a 3-wire block's extra FMAs cost more than the passes they save; above,
-// k = 4's blocks (denser: four times the FMAs per amplitude) do not pay.
+// k = 4's blocks (denser: four times the FMAs per amplitude) do not pay. Session 8: that
+// loss of k = 3 at n = 16-18 came from the blocks touching the last two wires (the gather
+// kernel) and from pure-CNOT blocks (denseK); with the lane kernel and permutation blocks on
+// the stream kernel (FusedKernels.inc), k = 3 beats k = 2 from n = 16 (in-process A/B, one
+// thread, k=3/k=2: long circuit 0.93x, SEL n=16 0.94-0.96x, n=18 0.77-0.80x; runtime/README.md).
 #pragma once
 
 #include <cstdint>
@@ -47,7 +51,7 @@ namespace cf {
 
 constexpr int kMaxFusionQubits = 6;
 constexpr int kDefaultFusionMinQubits = 16;
-constexpr int kWideFusionMinQubits = 19; // from here the default width is 3, below it 2
+constexpr int kWideFusionMinQubits = 16; // from here the default width is 3, below it 2
 constexpr size_t kMaxPending = 4096; // queued operations before everything is applied
 
 // sv = M sv for a dense 2^k x 2^k row-major M on `wires` (3 <= k <= kMaxFusionQubits, or
@@ -59,6 +63,9 @@ void applyFusedDense(cplx *sv, int n, const cplx *M, const int64_t *wires, int k
 // amplitudes (identity: i = j): the product prefix's state (FusedKernels.inc).
 void writeProductState(cplx *sv, int n, int h, const cplx *tlo, const cplx *thi, const uint64_t *llo,
                        const uint64_t *lhi, bool identity);
+
+// dst[j] = src[lhi[j >> h] ^ llo[j & (2^h - 1)]] for all 2^n amplitudes (FusedKernels.inc).
+void gatherLinear(cplx *dst, const cplx *src, int n, int h, const uint64_t *llo, const uint64_t *lhi);
 
 // The pieces the forward fuser and the adjoint Jacobian's backward fuser (AdjointFusion.hpp)
 // share. An operation's "local wires" are its targets, then its controls (built-in first).
@@ -80,6 +87,10 @@ std::vector<cplx> localMatrix(const Operation &op, int numLocal, bool inverse);
 void leftMultiply(std::vector<cplx> &M, const int64_t *wires, int q, const std::vector<cplx> &F,
                   const int64_t *local, int l);
 bool overlaps(const std::vector<int64_t> &a, const int64_t *w, int k);
+// dst[x] = src[L x] for the GF(2)-linear L with L e_k = image[k] (bit k of an amplitude
+// index), in one gather pass: dst = R^dagger src for a run R of CNOTs and SWAPs with
+// R|x> = |L x>. dst and src must not overlap.
+void permuteLinear(cplx *dst, const cplx *src, int n, const uint64_t *image);
 // sv = M sv, M dense on the q wires: by the diagonal, permutation, 1-2 wire or fused kernel.
 void applyMatrix(cplx *sv, int n, std::vector<cplx> M, const int64_t *wires, int q);
 } // namespace fusion
@@ -98,6 +109,16 @@ class GateFuser {
         if (prefix_) writePrefix(sv, n);
         if (!blocks_.empty()) flushAll(sv, n);
     }
+    // Before expectation values of Z words (tensor products of PauliZ; bit b of a mask is
+    // bit b of an amplitude index) on the state the pending gates would make: applies every
+    // pending block but those made only of CNOTs, SWAPs and diagonal gates, which stay
+    // pending, and rewrites each mask so that its expectation on the state as it is now
+    // equals the original one's on the full state: such a block maps basis states by a
+    // GF(2)-linear permutation times phases, so it moves the probabilities without changing
+    // them, and R^dagger Z_m R = Z_m' (blocks commute: they are on disjoint wires). Saves the
+    // passes of a circuit's trailing CNOT ring (StronglyEntanglingLayers: 4-9 of ~30-50 at
+    // n = 16) and trailing phase gates.
+    void flushForZWords(cplx *sv, int n, uint64_t *masks, size_t count);
     // Forgets the pending blocks (the state is about to be replaced).
     void discard();
     // The state is |0...0> (a device reset): the product prefix starts (see below).

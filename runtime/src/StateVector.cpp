@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -147,6 +148,9 @@ void marginalProbs(const cplx *sv, int n, const int64_t *wires, int k, double *o
 }
 void applyFusedDense(cplx *sv, int n, const cplx *M, const int64_t *wires, int k) {
     CF_DISPATCH(fused::applyDense(sv, n, M, wires, k));
+}
+void gatherLinear(cplx *dst, const cplx *src, int n, int h, const uint64_t *llo, const uint64_t *lhi) {
+    CF_DISPATCH(fused::gatherLinear(dst, src, n, h, llo, lhi));
 }
 void writeProductState(cplx *sv, int n, int h, const cplx *tlo, const cplx *thi, const uint64_t *llo,
                        const uint64_t *lhi, bool identity) {

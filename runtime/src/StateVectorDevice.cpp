@@ -327,6 +327,21 @@ void StateVectorDevice::sampleTerm(const ObsTerm &t, double &mean, double *var) 
 }
 
 double StateVectorDevice::expval(const Observable &obs) {
+    if (shots_ == 0 && fuser_.enabled()) { // Z words: trailing CNOTs and phases stay pending
+        std::vector<uint64_t> z;
+        for (const auto &t : obs.terms) {
+            PauliMasks pm;
+            if (!pauliMasks(t, n_, pm) || pm.x || pm.y) break;
+            z.push_back(pm.z);
+        }
+        if (z.size() == obs.terms.size()) {
+            fuser_.flushForZWords(sv_.data(), n_, z.data(), z.size());
+            double total = 0;
+            for (size_t i = 0; i < z.size(); ++i)
+                total += obs.terms[i].coeff * pauliExpval(sv_.data(), sv_.size(), 0, 0, z[i]);
+            return total;
+        }
+    }
     flush();
     if (shots_ == 0) return expvalAnalytic(obs, sv_.data(), n_);
     // Finite shots: like PennyLane without grouping, each term is estimated from its own

@@ -404,3 +404,149 @@ def test_product_prefix_at_lower_instruction_set_levels(isa):
     """writeProductState is compiled per instruction-set level: the prefix tests in a child
     (COFACTOR_ISA is read once per process)."""
     assert_passes_at_isa(__file__, "product_prefix and not lower", isa)
+
+
+# Blocks with wires on the bits inside one vector (the last one or two wires) take the lane
+# kernel (FusedKernels.inc, laneBlocks) at AVX2 and AVX-512: layers of rotations and CNOT
+# chains / rings (blocks of a rotation and a CNOT: outer groups of two) and dense unitaries
+# on the lowest wires, fused against unfused at every width.
+def _layered(rt, n: int, rng, ring: int) -> None:
+    for layer in range(3):
+        for w in range(n):
+            rt.gate("Rot", rng.normal(size=3), [w])
+        r = (layer + ring) % (n - 1) + 1
+        for w in range(n - 1 if ring == 0 else n):
+            rt.gate("CNOT", [], [w, (w + r) % n])
+    rt.unitary(unitary_group.rvs(8, random_state=rng), [n - 3, n - 1, n - 2])
+    rt.unitary(unitary_group.rvs(4, random_state=rng), [n - 2, 2])
+
+
+@pytest.mark.parametrize("ring", [0, 1, 2])
+def test_lane_blocks_on_the_last_wires(rt, monkeypatch, ring):
+    n = 9
+
+    def run():
+        rt.acquire(n)
+        rt.pauli_rot(0.4, "XY", [0, n - 1])  # not a product state: no product prefix
+        _layered(rt, n, np.random.default_rng(ring), ring)
+        return rt.state()
+
+    _set(monkeypatch, False)
+    ref = run()
+    for qubits in (2, 3, 4):
+        _set(monkeypatch, True, qubits)
+        np.testing.assert_allclose(run(), ref, atol=1e-12, rtol=0, err_msg=f"k={qubits}")
+
+
+@pytest.mark.parametrize("isa", ["base", "avx2"])
+def test_lane_blocks_at_lower_instruction_set_levels(isa):
+    assert_passes_at_isa(__file__, "test_lane_blocks_on_the_last_wires", isa)
+
+
+# Expectation values of Z words (GateFuser::flushForZWords): pending blocks of CNOTs, SWAPs
+# and diagonal gates are not applied but conjugate the words, and stay pending for what
+# follows (more gates, another expval, var, probs, the state).
+_Z_TAIL = [
+    "CNOT",
+    "SWAP",
+    "CZ",
+    "RZ",
+    "T",
+    "S",
+    "PhaseShift",
+    "IsingZZ",
+    "MultiRZ",
+    "Toffoli",
+    "PauliX",
+]
+
+
+def _z_tail_run(rt, n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    rt.acquire(n)
+    _layered(rt, n, rng, 1)
+    out = []
+    for _round in range(3):
+        for _ in range(12):
+            name = str(rng.choice(_Z_TAIL))
+            _, num_params, num_wires = rt.gates[name]
+            k = int(rng.integers(1, 4)) if num_wires < 0 else num_wires
+            order = [int(w) for w in rng.permutation(n)]
+            # a control of value 0 (CNOT), or controls on diagonal gates: not always Z-word maps
+            nc = int(rng.integers(0, 2)) if rng.random() < 0.3 else 0
+            cvals = [int(v) for v in rng.integers(0, 2, size=nc)]
+            rt.gate(
+                name, rng.normal(size=num_params), order[:k], ctrls=order[k : k + nc], cvals=cvals
+            )
+        words = [
+            [int(w) for w in rng.permutation(n)[: int(rng.integers(1, n + 1))]] for _ in range(3)
+        ]
+        handles = [rt.tensor([rt.named("PauliZ", w) for w in ws]) for ws in words]
+        out.append(rt.expval(handles[0]))
+        out.append(rt.expval(rt.hamiltonian([0.5, -1.25, 2.0], handles)))
+        out.append(rt.expval(rt.named("PauliX", 0)))  # not a Z word: applies everything
+        out.append(rt.var(handles[1]))
+        rt.gate("Rot", rng.normal(size=3), [int(rng.integers(n))])
+    out.extend(rt.probs([0, n - 1]))
+    return np.array(out), rt.state()
+
+
+@pytest.mark.parametrize("n", [3, 6, 9])
+def test_z_word_expvals_after_pending_permutations(rt, monkeypatch, n):
+    _set(monkeypatch, False)
+    ref_vals, ref_state = _z_tail_run(rt, n, n)
+    for qubits in (2, 3, 4):
+        _set(monkeypatch, True, qubits)
+        vals, state = _z_tail_run(rt, n, n)
+        np.testing.assert_allclose(vals, ref_vals, atol=1e-12, rtol=0, err_msg=f"k={qubits}")
+        np.testing.assert_allclose(state, ref_state, atol=1e-12, rtol=0, err_msg=f"k={qubits}")
+
+
+# Blocks of 3-4 wires that are permutations (CNOT, SWAP, X, Toffoli -- with phases: S, T, CZ)
+# take the stream kernel's groups of one amplitude (moves only when every entry is 1) or,
+# on the last wires, the lane kernel; fused against unfused at every position.
+_PERM_GATES = [
+    ("CNOT", 2),
+    ("SWAP", 2),
+    ("PauliX", 1),
+    ("Toffoli", 3),
+    ("S", 1),
+    ("T", 1),
+    ("CZ", 2),
+]
+
+
+@pytest.mark.parametrize("phases", [False, True])
+def test_permutation_blocks(rt, monkeypatch, phases):
+    n = 9
+    rng = np.random.default_rng(int(phases))
+    gates = _PERM_GATES if phases else _PERM_GATES[:4]
+    prog = []
+    for _ in range(60):
+        name, k = gates[int(rng.integers(len(gates)))]
+        first = int(rng.integers(n))
+        # mostly neighbouring wires, so that 3-4 wire blocks form at every position
+        wires = [(first + int(d)) % n for d in rng.permutation(4)[:k]]
+        prog.append((name, wires))
+
+    def run():
+        rt.acquire(n)
+        for w in range(n):
+            rt.gate("Rot", [0.3 * w, 1.1, -0.7 + w], [w])
+        rt.pauli_rot(0.4, "XY", [0, n - 1])  # not a product state: no product prefix
+        for i, (name, wires) in enumerate(prog):
+            rt.gate(name, [], wires)
+            if i % 15 == 14:
+                rt.pauli_rot(0.2, "Z", [i % n])  # applies the blocks on its wire
+        return rt.state()
+
+    _set(monkeypatch, False)
+    ref = run()
+    for qubits in (3, 4):
+        _set(monkeypatch, True, qubits)
+        np.testing.assert_allclose(run(), ref, atol=1e-12, rtol=0, err_msg=f"k={qubits}")
+
+
+@pytest.mark.parametrize("isa", ["base", "avx2"])
+def test_permutation_blocks_at_lower_instruction_set_levels(isa):
+    assert_passes_at_isa(__file__, "test_permutation_blocks and not lower", isa)
