@@ -96,12 +96,21 @@ def _make_token(attr: Attribute) -> str:
     cls = type(attr)
     kind = _kind(cls)
     if kind == "parametrized":
-        return f"{_class_name(cls)}<{attr.name}>{_sequence(attr.parameters)}"
+        fields = _PARAMETER_FIELDS.get(cls)
+        if fields is None:  # (what `attr.parameters` reads, looked up once per class)
+            fields = _PARAMETER_FIELDS[cls] = tuple(
+                f for f, _ in cls.get_irdl_definition().parameters
+            )
+        parameters = [getattr(attr, f) for f in fields]
+        return f"{_class_name(cls)}<{attr.name}>{_sequence(parameters)}"
     if kind == "data":
         inner = _python_token(attr.data)
         if inner is not None:
             return f"{_class_name(cls)}<{attr.name}>[{inner}]"
     return f"{_class_name(cls)}!{_printed(attr)!r}"
+
+
+_PARAMETER_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _value_token(value: object) -> str:
@@ -151,22 +160,21 @@ def _printed(value: object) -> str:
 class _Walk:
     """The token stream of one module: for each op, its head (class, name, properties,
     attributes, result types; the same for every op of a kind, made once per kind and walk),
-    then its operands and results (value numbers), successors (block numbers) and regions."""
+    then its operands and results (value numbers), successors (block numbers) and regions.
+
+    The ops of a block are walked in one loop (`_ops`), with nothing called per op but what
+    a new kind of op or value needs: a cached first call runs this code once per process,
+    before CPython has specialised any of it, and a loop gets specialised after a few
+    iterations where a function called per op would not."""
 
     def __init__(self) -> None:
         self.tokens: list[str] = []
-        self._values: dict[int, int] = {}  # id(SSA value) -> number (all live while walking)
+        # id(SSA value) -> its number as text (all values live while walking)
+        self._values: dict[int, str] = {}
         self._blocks: dict[int, int] = {}  # id(block) -> number
         # op kind, keyed by the identities of its attribute objects (which ops of a kind
         # share, and which all live as long as the module) -> its head
         self._heads: dict[tuple, str] = {}
-        self._by_id: dict[int, str] = {}  # id(attribute) -> token
-
-    def attribute(self, attr: Attribute) -> str:
-        token = self._by_id.get(id(attr))
-        if token is None:
-            token = self._by_id[id(attr)] = attribute_token(attr)
-        return token
 
     def numbers(self, values: Iterable[SSAValue]) -> str:
         numbering = self._values
@@ -174,8 +182,8 @@ class _Walk:
         for v in values:
             number = numbering.get(id(v))
             if number is None:
-                number = numbering[id(v)] = len(numbering)
-            out.append(str(number))
+                number = numbering[id(v)] = str(len(numbering))
+            out.append(number)
         return " ".join(out)
 
     def block_number(self, block: Block) -> str:
@@ -184,65 +192,82 @@ class _Walk:
             number = self._blocks[id(block)] = len(self._blocks)
         return str(number)
 
-    def head(self, op: Operation) -> str:
-        props, attrs, results = op.properties, op.attributes, op.results
-        key = (
-            type(op),
-            len(props),
-            len(attrs),
-            len(results),
-            *props,
-            *map(id, props.values()),
-            *attrs,
-            *map(id, attrs.values()),
-            *[id(r.type) for r in results],
-        )
-        head = self._heads.get(key)
-        if head is None:
-            token = self.attribute
-            parts = [f"op {_class_name(type(op))} {op.name}", f"properties {len(props)}"]
-            for name, attr in props.items():
-                parts += (repr(name), token(attr))
-            parts.append(f"attributes {len(attrs)}")
-            for name, attr in attrs.items():
-                parts += (repr(name), token(attr))
-            parts.append(f"result types {len(results)}")
-            parts += [token(r.type) for r in results]
-            head = self._heads[key] = "\n".join(parts)
-        return head
+    def _head(self, op: Operation) -> str:
+        token = attribute_token
+        props, attrs = op.properties, op.attributes
+        parts = [f"op {_class_name(type(op))} {op.name}", f"properties {len(props)}"]
+        for name, attr in props.items():
+            parts += (repr(name), token(attr))
+        parts.append(f"attributes {len(attrs)}")
+        for name, attr in attrs.items():
+            parts += (repr(name), token(attr))
+        parts.append(f"result types {len(op.results)}")
+        parts += [token(r.type) for r in op.results]
+        return "\n".join(parts)
 
     def op(self, op: Operation) -> None:
+        """The tokens of `op` (its regions included)."""
+        self._ops(op, only=True)
+
+    def _ops(self, op: Operation | None, only: bool = False) -> None:
+        """The tokens of `op` and of the ops after it in its block (`only`: of `op`)."""
         # One string per op (the tokens are joined by newlines in the end, so this is the
         # same stream as one token per line). Value and block numbers are digits: a list
         # of them, space-separated after a letter, is one token.
+        out = self.tokens.append
         numbering = self._values
-        operands = []
-        for v in op._operands:
-            number = numbering.get(id(v))
-            if number is None:
-                number = numbering[id(v)] = len(numbering)
-            operands.append(str(number))
-        successors = op._successors
-        regions = op.regions
-        self.tokens.append(
-            f"{self.head(op)}\no{' '.join(operands)}\nr{self.numbers(op.results)}\n"
-            f"s{' '.join(self.block_number(b) for b in successors) if successors else ''}\n"
-            f"regions {len(regions)}"
-        )
-        for region in regions:
-            for block in region.blocks:
-                self.block(block)
-            self.tokens.append("end region")
+        heads = self._heads
+        while op is not None:
+            props, attrs, results = op.properties, op.attributes, op.results
+            key = (
+                type(op),
+                len(props),
+                *props,
+                *map(id, props.values()),
+                len(attrs),
+                *attrs,
+                *map(id, attrs.values()),
+                *[id(r.type) for r in results],
+            )
+            head = heads.get(key)
+            if head is None:
+                head = heads[key] = self._head(op)
+            numbers = []
+            for v in op._operands:
+                number = numbering.get(id(v))
+                if number is None:
+                    number = numbering[id(v)] = str(len(numbering))
+                numbers.append(number)
+            operands = " ".join(numbers)
+            numbers = []
+            for v in results:
+                number = numbering.get(id(v))
+                if number is None:
+                    number = numbering[id(v)] = str(len(numbering))
+                numbers.append(number)
+            successors = op._successors
+            regions = op.regions
+            out(
+                f"{head}\no{operands}\nr{' '.join(numbers)}\n"
+                f"s{' '.join(self.block_number(b) for b in successors) if successors else ''}\n"
+                f"regions {len(regions)}"
+            )
+            for region in regions:
+                block = region._first_block
+                while block is not None:
+                    self.block(block)
+                    block = block._next_block
+                out("end region")
+            op = None if only else op._next_op
 
     def block(self, block: Block) -> None:
         out = self.tokens.append
-        args = block.args
+        args = block._args
         out(f"block {self.block_number(block)} {len(args)}")
         out("a" + self.numbers(args))
         for a in args:
-            out(self.attribute(a.type))
-        for op in block.ops:
-            self.op(op)
+            out(attribute_token(a.type))
+        self._ops(block._first_op)
         out("end block")
 
 
