@@ -299,3 +299,22 @@ def test_memref_types_are_the_ones_xdsl_constructor_makes():
             ours = memref_type(shape, dtype)
             xdsl = MemRefType(elem, [*shape, *extra])
             assert ours == xdsl and hash(ours) == hash(xdsl) and str(ours) == str(xdsl)
+
+
+def test_integer_attributes_are_the_ones_xdsl_constructor_makes():
+    from xdsl.dialects.builtin import IntegerAttr, i32
+    from xdsl.utils.exceptions import VerifyException
+
+    from cofactor.ir.builder import _new_int_attr
+
+    for type_ in (i64, INDEX, i32, i1):
+        for value in (0, 1, -1, 3, 2**31, -(2**63), 2**63 - 1, 2**63, 2**64 - 1):
+            try:
+                xdsl = IntegerAttr(value, type_)
+            except VerifyException:
+                with pytest.raises(VerifyException):
+                    _new_int_attr(value, type_)
+                continue
+            ours = _new_int_attr(value, type_)
+            assert ours == xdsl and hash(ours) == hash(xdsl) and str(ours) == str(xdsl)
+            assert type(ours.value.data) is int

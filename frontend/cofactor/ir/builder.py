@@ -338,10 +338,29 @@ def _int_attr(value: int, type_: Attribute) -> IntegerAttr:
     key = (value, type_)
     attr = _INT_ATTRS.get(key)
     if attr is None:
-        attr = IntegerAttr(value, type_)
+        attr = _new_int_attr(value, type_)
         if len(_INT_ATTRS) < _ATTR_CACHE_SIZE:
             _INT_ATTRS[key] = attr
     return attr
+
+
+def _new_int_attr(value: int, type_: Attribute) -> IntegerAttr:
+    """`IntegerAttr(value, type_)`. For an index, or an i64 in the signed range (wire
+    numbers, positions, most integer constants), the same fields are set directly: xDSL's
+    constructor normalises and checks the value through generic code, 20-30 us an
+    attribute the first time in a process (a cached first call makes about twenty), and
+    for these it would keep the value as it is (an index is not checked at all)."""
+    if type(value) is int and (type_ is INDEX or (type_ is i64 and _I64_MIN <= value < _I64_MAX)):
+        data = IntAttr.__new__(IntAttr)
+        object.__setattr__(data, "data", value)
+        attr = IntegerAttr.__new__(IntegerAttr)
+        object.__setattr__(attr, "value", data)
+        object.__setattr__(attr, "type", type_)
+        return attr
+    return IntegerAttr(value, type_)
+
+
+_I64_MIN, _I64_MAX = -(2**63), 2**63
 
 
 def _float_attr(value: float) -> FloatAttr:
@@ -364,7 +383,7 @@ def quantum_attrs(**attrs: object) -> dict[str, Attribute]:
         if isinstance(value, bool):
             out[key] = BoolAttr(value, i1)
         elif isinstance(value, int):
-            out[key] = IntegerAttr(value, i64)
+            out[key] = _int_attr(value, i64)
         elif isinstance(value, str):
             out[key] = StringAttr(value)
         elif isinstance(value, list | tuple):
