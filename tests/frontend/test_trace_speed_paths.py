@@ -318,3 +318,21 @@ def test_integer_attributes_are_the_ones_xdsl_constructor_makes():
             ours = _new_int_attr(value, type_)
             assert ours == xdsl and hash(ours) == hash(xdsl) and str(ours) == str(xdsl)
             assert type(ours.value.data) is int
+
+
+def test_functions_are_the_ones_xdsl_constructor_makes():
+    from xdsl.dialects.builtin import FunctionType
+
+    from cofactor.ir.builder import func_op, function_type
+
+    types = [memref_type((2, 3), np.dtype(np.float64)), memref_type((), np.dtype(np.int64))]
+    for inputs in ([], types, types[::-1]):
+        ours, xdsl = function_type(inputs, types), FunctionType.from_lists(inputs, types)
+        assert ours == xdsl and hash(ours) == hash(xdsl) and str(ours) == str(xdsl)
+        blocks = [Block([func.ReturnOp()], arg_types=inputs) for _ in range(2)]
+        mine = func_op("f", inputs, Region(blocks[0]))
+        theirs = func.FuncOp("f", (inputs, []), Region(blocks[1]))
+        assert list(mine.properties.items()) == list(theirs.properties.items())
+        assert mine.attributes == theirs.attributes == {}
+        assert str(mine) == str(theirs)
+        mine.verify()

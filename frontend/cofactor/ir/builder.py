@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from xdsl.builder import Builder
@@ -20,6 +21,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     FlatSymbolRefAttr,
     FloatAttr,
+    FunctionType,
     IndexType,
     IntAttr,
     IntegerAttr,
@@ -34,7 +36,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from cofactor.ir.mlir15 import LIBM_FUNCTIONS, generic_op, simple_op
@@ -64,14 +66,60 @@ def memref_type(shape: Sequence[int], dtype: np.dtype) -> MemRefType:
     type_ = _MEMREF_TYPES.get(key)
     if type_ is None:
         elem, extra = _ELEMENT_TYPES[np.dtype(dtype)]
-        # MemRefType(elem, dims) with its parameters given as they are stored (shape, element
-        # type, layout, memory space; `new` verifies them): the constructor first matches
-        # `dims` against a generic type hint, about 0.3 ms for the first type of a process
-        dims = ArrayAttr(tuple(IntAttr(int(d)) for d in (*shape, *extra)))
-        type_ = MemRefType.new((dims, elem, NoneAttr(), NoneAttr()))
+        # MemRefType(elem, dims), its parameters (shape, element type, no layout, no memory
+        # space) set as xDSL's constructor stores them: for sizes of a numpy shape and a
+        # supported element type its checks always pass, and running them costs a tenth
+        # of a millisecond on the first call of a process
+        dims = _array_attr(tuple(_raw_int(int(d)) for d in (*shape, *extra)))
+        type_ = _raw_attr(MemRefType, (dims, elem, _NONE, _NONE))
         if len(_MEMREF_TYPES) < _ATTR_CACHE_SIZE:
             _MEMREF_TYPES[key] = type_
     return type_
+
+
+def function_type(inputs: Sequence[Attribute], outputs: Sequence[Attribute]) -> FunctionType:
+    """`FunctionType.from_lists(inputs, outputs)` for types (set as its constructor stores
+    them, without its generic checks: see `memref_type`)."""
+    return _raw_attr(FunctionType, (_array_attr(tuple(inputs)), _array_attr(tuple(outputs))))
+
+
+def func_op(name: str, inputs: Sequence[Attribute], region: Region) -> func.FuncOp:
+    """`func.FuncOp(name, (inputs, []), region)`: the same properties, in the same order,
+    through `create`, which skips xDSL's generic op constructor (on the first call of a
+    process, its `isinstance` checks against `Sequence` and the checks of the function
+    type cost a quarter of a millisecond per function)."""
+    return func.FuncOp.create(
+        properties={"sym_name": StringAttr(name), "function_type": function_type(inputs, [])},
+        regions=[region],
+    )
+
+
+def _raw_int(value: int) -> IntAttr:
+    attr = IntAttr.__new__(IntAttr)
+    object.__setattr__(attr, "data", value)
+    return attr
+
+
+def _array_attr(items: tuple[Attribute, ...]) -> ArrayAttr:
+    attr = ArrayAttr.__new__(ArrayAttr)
+    object.__setattr__(attr, "data", items)
+    return attr
+
+
+def _raw_attr(cls: type, parameters: tuple[Attribute, ...]) -> Any:
+    """An instance of the parametrized attribute `cls` with `parameters`, as
+    `cls.new(parameters)` stores them, without its verification."""
+    fields = _PARAMETER_FIELDS.get(cls)
+    if fields is None:
+        fields = _PARAMETER_FIELDS[cls] = tuple(f for f, _ in cls.get_irdl_definition().parameters)
+    attr = cls.__new__(cls)
+    for name, value in zip(fields, parameters, strict=True):
+        object.__setattr__(attr, name, value)
+    return attr
+
+
+_PARAMETER_FIELDS: dict[type, tuple[str, ...]] = {}
+_NONE = NoneAttr()
 
 
 def call_op(
@@ -351,12 +399,7 @@ def _new_int_attr(value: int, type_: Attribute) -> IntegerAttr:
     attribute the first time in a process (a cached first call makes about twenty), and
     for these it would keep the value as it is (an index is not checked at all)."""
     if type(value) is int and (type_ is INDEX or (type_ is i64 and _I64_MIN <= value < _I64_MAX)):
-        data = IntAttr.__new__(IntAttr)
-        object.__setattr__(data, "data", value)
-        attr = IntegerAttr.__new__(IntegerAttr)
-        object.__setattr__(attr, "value", data)
-        object.__setattr__(attr, "type", type_)
-        return attr
+        return _raw_attr(IntegerAttr, (_raw_int(value), type_))
     return IntegerAttr(value, type_)
 
 
