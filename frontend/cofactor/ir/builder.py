@@ -282,7 +282,7 @@ class IRBuilder:
         return self.res(arith.IndexCastOp(value, i64))
 
     def index(self, value: int) -> SSAValue:
-        return self._constant(_int_attr(value, INDEX), INDEX)
+        return self.res(index_constant_op(value))
 
     # -- memory ----------------------------------------------------------------------
     def alloc(self, type_: MemRefType) -> SSAValue:
@@ -333,12 +333,7 @@ class IRBuilder:
         self.insert(memref.DeallocOp.get(ref))
 
     def load(self, ref: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
-        # memref.LoadOp.get(ref, indices), without the generic constructor
-        ref = _value(ref)
-        type_ = ref.type
-        assert isinstance(type_, MemRefType)
-        operands = [ref, *map(_value, indices)]
-        return self.res(simple_op(memref.LoadOp, operands, [type_.element_type]))
+        return self.res(load_op(_value(ref), list(map(_value, indices))))
 
     def store(self, value: SSAValue, ref: SSAValue, indices: Sequence[SSAValue]) -> None:
         # memref.StoreOp.get(value, ref, indices), without the generic constructor
@@ -350,6 +345,18 @@ class IRBuilder:
 
     def call(self, name: str, args: Sequence[SSAValue]) -> None:
         self.insert(call_op(name, args))
+
+
+def index_constant_op(value: int) -> Operation:
+    """`arith.constant value : index` (not inserted)."""
+    return simple_op(arith.ConstantOp, [], [INDEX], {"value": _int_attr(value, INDEX)})
+
+
+def load_op(ref: SSAValue, indices: list[SSAValue]) -> Operation:
+    """`memref.LoadOp.get(ref, indices)` (not inserted), without the generic constructor."""
+    type_ = ref.type
+    assert isinstance(type_, MemRefType)
+    return simple_op(memref.LoadOp, [ref, *indices], [type_.element_type])
 
 
 #: (op class, operand types) -> (result types, properties, attributes) of `op_class(*operands)`

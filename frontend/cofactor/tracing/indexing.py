@@ -39,7 +39,7 @@ from cofactor.tracing.numpy_rules import (
     cast_tracer,
     scalar_ufunc,
 )
-from cofactor.tracing.tracer import BOOL, COMPLEX, INT, Scalar, Tracer, load_elements
+from cofactor.tracing.tracer import BOOL, COMPLEX, INT, Scalar, Tracer, _load_one, load_elements
 
 #: the runtime function compiled code calls on an out-of-range traced index
 INDEX_ERROR_FN = "cf_rt_index_error"
@@ -113,12 +113,12 @@ def getitem(t: Tracer, key: Any) -> Tracer:
     if flat is not None:
         # the common `x[i]` / `x[i, j, k]` of a small argument array, as the general path
         # below does it (array_views declines arrays this small; the same loads result)
-        loaded = t._memref.loaded.get(flat)
-        if loaded is None:
-            elems = load_elements(t._memref, t._shape, t.dtype, np.array(flat))
-        else:
-            elems = np.empty((), dtype=object)
-            elems[()] = loaded
+        lazy = t._memref
+        scalar = lazy.loaded.get(flat)
+        if scalar is None:
+            scalar = _load_one(lazy, t._shape, t.dtype, flat)
+        elems = np.empty((), dtype=object)
+        elems[()] = scalar
         return Tracer(elems, t.dtype)
     key = key if isinstance(key, tuple) else (key,)
     key = tuple(_static_key(k) for k in key)
