@@ -6,9 +6,11 @@ then looks the library up. Printing the module only to hash its text cost as muc
 third of that call. `module_fingerprint` walks the ops instead and hashes what the printed
 text is made of, in order:
 
-- every op: its class and name, its operands (which value each is: values are numbered in
-  the order they first appear), its results (their numbers and types), its properties and
-  attributes (name and value, in order), its successors (block numbers) and its regions;
+- every op: its head (class and name, properties and attributes: name and value, in order,
+  and result types), written out where the first op of its kind appears, with a number
+  and its length, and named by that number from then on; its operands (which value each
+  is: values are numbered in the order they first appear), its results (their numbers),
+  its successors (block numbers) and its regions;
 - every block: its number, its arguments (numbers and types), its ops, and an end mark;
 - every attribute or type by structure: a `Data` attribute by its class and Python value
   (repr of ints, floats, strings, bytes; enums by name; tuples and dicts element by
@@ -31,30 +33,33 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import operator
 from collections.abc import Iterable
 
 from xdsl.ir import Attribute, Block, Data, Operation, ParametrizedAttribute, SSAValue
 from xdsl.printer import Printer
 
 #: Bumped whenever the token grammar changes.
-VERSION = "2"
+VERSION = "3"
 
-#: attribute -> its token, shared by every module fingerprinted in this process (an
-#: attribute's token depends on nothing but its value). Bounded like the printer's caches.
-_TOKENS: dict[Attribute, str] = {}
+#: id(attribute) -> (the attribute, its token), shared by every module fingerprinted in this
+#: process (an attribute is immutable: its token depends on nothing but its value). Keyed by
+#: identity, not by value: hashing an attribute runs the Python `__hash__` of it and of each
+#: of its parameters, more than making its token costs on a cached first call, and the
+#: builder hands out the same attribute objects again (`ir.builder`'s caches). An entry keeps
+#: its attribute alive, so the id is not reused meanwhile. Bounded like the printer's caches.
+_TOKENS: dict[int, tuple[Attribute, str]] = {}
 _TOKENS_LIMIT = 20_000
 
 
 def attribute_token(attr: Attribute) -> str:
-    """The token of one attribute or type (cached by value)."""
-    try:
-        token = _TOKENS.get(attr)
-    except TypeError:  # an unhashable attribute: no cache
-        return _make_token(attr)
-    if token is None:
-        token = _make_token(attr)
-        if len(_TOKENS) < _TOKENS_LIMIT:
-            _TOKENS[attr] = token
+    """The token of one attribute or type (cached by identity)."""
+    entry = _TOKENS.get(id(attr))
+    if entry is not None and entry[0] is attr:
+        return entry[1]
+    token = _make_token(attr)
+    if len(_TOKENS) < _TOKENS_LIMIT:
+        _TOKENS[id(attr)] = (attr, token)
     return token
 
 
@@ -173,18 +178,11 @@ class _Walk:
         self._values: dict[int, str] = {}
         self._blocks: dict[int, int] = {}  # id(block) -> number
         # op kind, keyed by the identities of its attribute objects (which ops of a kind
-        # share, and which all live as long as the module) -> its head
+        # share, and which all live as long as the module) -> its head's token ("h<n>")
         self._heads: dict[tuple, str] = {}
 
     def numbers(self, values: Iterable[SSAValue]) -> str:
-        numbering = self._values
-        out = []
-        for v in values:
-            number = numbering.get(id(v))
-            if number is None:
-                number = numbering[id(v)] = str(len(numbering))
-            out.append(number)
-        return " ".join(out)
+        return " ".join(self._number(values))
 
     def block_number(self, block: Block) -> str:
         number = self._blocks.get(id(block))
@@ -213,42 +211,42 @@ class _Walk:
         """The tokens of `op` and of the ops after it in its block (`only`: of `op`)."""
         # One string per op (the tokens are joined by newlines in the end, so this is the
         # same stream as one token per line). Value and block numbers are digits: a list
-        # of them, space-separated after a letter, is one token.
+        # of them, space-separated after a letter, is one token. The head of a kind of op
+        # is written once, with its number and length; each op names its head's number.
         out = self.tokens.append
         numbering = self._values
+        number_of = numbering.get
         heads = self._heads
         while op is not None:
             props, attrs, results = op.properties, op.attributes, op.results
+            # (None ends each list: names are strings, identities ints)
             key = (
                 type(op),
-                len(props),
                 *props,
                 *map(id, props.values()),
-                len(attrs),
+                None,
                 *attrs,
                 *map(id, attrs.values()),
-                *[id(r.type) for r in results],
+                None,
+                *map(id, map(_TYPE, results)),
             )
             head = heads.get(key)
             if head is None:
-                head = heads[key] = self._head(op)
-            numbers = []
-            for v in op._operands:
-                number = numbering.get(id(v))
-                if number is None:
-                    number = numbering[id(v)] = str(len(numbering))
-                numbers.append(number)
-            operands = " ".join(numbers)
-            numbers = []
-            for v in results:
-                number = numbering.get(id(v))
-                if number is None:
-                    number = numbering[id(v)] = str(len(numbering))
-                numbers.append(number)
+                text = self._head(op)
+                head = heads[key] = f"h{len(heads)}"
+                out(f"head {len(heads) - 1} {len(text)}\n{text}")
+            # values are numbered where they first appear (operands are usually numbered
+            # already, results usually not): C-level lookups, a loop only for new ones
+            operands = list(map(number_of, map(id, op._operands)))
+            if None in operands:
+                operands = self._number(op._operands)
+            numbers = list(map(number_of, map(id, results)))
+            if None in numbers:
+                numbers = self._number(results)
             successors = op._successors
             regions = op.regions
             out(
-                f"{head}\no{operands}\nr{' '.join(numbers)}\n"
+                f"{head}\no{' '.join(operands)}\nr{' '.join(numbers)}\n"
                 f"s{' '.join(self.block_number(b) for b in successors) if successors else ''}\n"
                 f"regions {len(regions)}"
             )
@@ -260,6 +258,17 @@ class _Walk:
                 out("end region")
             op = None if only else op._next_op
 
+    def _number(self, values: Iterable[SSAValue]) -> list[str]:
+        """The numbers of `values`, in order, numbering those seen for the first time."""
+        numbering = self._values
+        out = []
+        for v in values:
+            number = numbering.get(id(v))
+            if number is None:
+                number = numbering[id(v)] = str(len(numbering))
+            out.append(number)
+        return out
+
     def block(self, block: Block) -> None:
         out = self.tokens.append
         args = block._args
@@ -269,6 +278,9 @@ class _Walk:
             out(attribute_token(a.type))
         self._ops(block._first_op)
         out("end block")
+
+
+_TYPE = operator.attrgetter("type")
 
 
 def module_fingerprint(module: Operation, extra: Iterable[str] = ()) -> str:
