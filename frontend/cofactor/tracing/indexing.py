@@ -172,12 +172,16 @@ def _small_static_position(t: Tracer, key: Any) -> int | None:
     keys = key if type(key) is tuple else (key,)
     if len(keys) != len(shape) or not shape:
         return None
-    flat = size = 0
+    flat = 0
+    size = 1
     for k, n in zip(keys, shape, strict=True):
-        if not isinstance(k, int | np.integer) or isinstance(k, bool) or not -n <= k < n:
+        # (a Python int by its exact class first: no union object to build and check)
+        if type(k) is not int and (not isinstance(k, int | np.integer) or isinstance(k, bool)):
+            return None
+        if not -n <= k < n:
             return None
         flat = flat * n + int(k) % n
-        size = size * n if size else n
+        size *= n
     return flat if size <= ELEMENTWISE_MAX else None  # (larger arrays: array_views)
 
 
