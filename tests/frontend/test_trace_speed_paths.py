@@ -336,3 +336,36 @@ def test_functions_are_the_ones_xdsl_constructor_makes():
         assert mine.attributes == theirs.attributes == {}
         assert str(mine) == str(theirs)
         mine.verify()
+
+
+def test_link_op_links_as_xdsl_insertion_does():
+    from xdsl.dialects import scf
+    from xdsl.dialects.builtin import IntegerAttr
+
+    from cofactor.ir.builder import link_op
+
+    def const(i):
+        return generic_op("test.c", [], [i64], {"v": IntegerAttr(i, i64)})
+
+    ours, theirs = Block(), Block()
+    plan = [None, None, 0, None, 1, 3]  # insert before the op made at that step (or append)
+    made = {"ours": [], "theirs": []}
+    for step, before in enumerate(plan):
+        a, b = const(step), const(step)
+        link_op(a, ours, None if before is None else made["ours"][before])
+        if before is None:
+            theirs.add_op(b)
+        else:
+            theirs.insert_op_before(b, made["theirs"][before])
+        made["ours"].append(a)
+        made["theirs"].append(b)
+    order = [op.attributes["v"].value.data for op in ours.ops]
+    assert order == [op.attributes["v"].value.data for op in theirs.ops]
+    assert order[::-1] == [op.attributes["v"].value.data for op in reversed(list(ours.ops))]
+    assert ours.last_op is made["ours"][3] and all(op.parent is ours for op in ours.ops)
+    with pytest.raises(ValueError, match="already attached"):
+        link_op(made["ours"][0], theirs, None)
+    inner = Block([scf.YieldOp()])
+    region_op = scf.IfOp(made["ours"][0].results[0], [], Region(inner), Region(Block()))
+    with pytest.raises(ValueError, match="contained in the operation"):
+        link_op(region_op, inner, None)

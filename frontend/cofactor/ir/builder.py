@@ -122,6 +122,37 @@ _PARAMETER_FIELDS: dict[type, tuple[str, ...]] = {}
 _NONE = NoneAttr()
 
 
+def link_op(op: Operation, block: Block, before: Operation | None) -> None:
+    """`block.insert_op_before(op, before)`, or `block.add_op(op)` when `before` is None,
+    for an op in no block yet: xDSL's checks and links, the check that walks up from the
+    block to its ancestors made only for an op with regions (one without regions contains
+    no block). Every op a trace makes is inserted here, most once per gate or element."""
+    if op.parent is not None:
+        raise ValueError("Can't add to a block an operation already attached to a block.")
+    if op.regions and op.is_ancestor(block):
+        raise ValueError("Can't add an operation to a block contained in the operation.")
+    if before is None:
+        op.parent = block
+        last = block._last_op
+        op._prev_op, op._next_op = last, None
+        if last is None:
+            block._first_op = op
+        else:
+            last._next_op = op
+        block._last_op = op
+        return
+    if before.parent is not block:
+        raise ValueError("Can't insert operation before operation not in current block")
+    op.parent = block
+    prev = before._prev_op
+    op._prev_op, op._next_op = prev, before
+    before._prev_op = op
+    if prev is None:
+        block._first_op = op
+    else:
+        prev._next_op = op
+
+
 def call_op(
     name: str, args: Sequence[SSAValue], result_types: Sequence[Attribute] = ()
 ) -> func.CallOp:
@@ -203,10 +234,7 @@ class IRBuilder:
     def insert(self, op: Operation) -> Operation:
         # what xDSL's Builder.insert does for our builders (no name hints, no handlers)
         point = self._stack[-1].insertion_point
-        if point.insert_before is None:
-            point.block.add_op(op)
-        else:
-            point.block.insert_op_before(op, point.insert_before)
+        link_op(op, point.block, point.insert_before)
         return op
 
     def res(self, op: Operation) -> SSAValue:

@@ -28,7 +28,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from cofactor.errors import CompileError
-from cofactor.ir.builder import index_constant_op, load_op
+from cofactor.ir.builder import index_constant_op, link_op, load_op
 from cofactor.tracing import context
 from cofactor.tracing.concrete import _NoConcreteValue
 from cofactor.tracing.scalar import (  # noqa: F401  (re-exported: the tracer's public names)
@@ -405,10 +405,7 @@ def _load_one(lazy: _LazyMemref, shape: tuple[int, ...], dtype: np.dtype, flat: 
     consts: dict[int, SSAValue] = {}
 
     def put(op: Operation) -> SSAValue:
-        if before is None:
-            block.add_op(op)
-        else:
-            block.insert_op_before(op, before)
+        link_op(op, block, before)
         return op.results[0]
 
     def idx(i: int) -> SSAValue:
