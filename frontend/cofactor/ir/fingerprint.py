@@ -119,6 +119,9 @@ _PARAMETER_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _value_token(value: object) -> str:
+    entry = _TOKENS.get(id(value))  # (an attribute whose token is known: most parameters)
+    if entry is not None and entry[0] is value:
+        return entry[1]
     if _kind(type(value)) in ("parametrized", "data", "attribute"):
         return attribute_token(value)
     inner = _python_token(value)
@@ -144,8 +147,11 @@ def _python_token(value: object) -> str | None:
 
 def _sequence(values: Iterable[object]) -> str:
     """Tokens of several values, each preceded by its length: `(n|len:token|len:token)`."""
-    tokens = [_value_token(v) for v in values]
-    return f"({len(tokens)}" + "".join(f"|{len(t)}:{t}" for t in tokens) + ")"
+    parts = []
+    for v in values:
+        token = _value_token(v)
+        parts.append(f"|{len(token)}:{token}")
+    return f"({len(parts)}{''.join(parts)})"
 
 
 def _printed(value: object) -> str:
