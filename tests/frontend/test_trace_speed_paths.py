@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -183,8 +184,14 @@ def test_simple_op_builds_what_xdsl_create_builds():
         assert fast.parent is None and fast.next_op is None and fast.prev_op is None
         fast.verify()
         assert str(fast) == str(slow)
-    # the uses are registered: `x` is stored by the fast and the slow store
+    # the uses are registered: `x` is stored by the fast and the slow store, `ref` used by
+    # four ops each way; the use lists are linked both ways, newest first
     assert len(list(x.uses)) == 2
+    for value in (x, ref):
+        uses = list(value.uses)
+        assert uses[0] is value.first_use and uses[0]._prev_use is None
+        assert all(b._prev_use is a and a._next_use is b for a, b in itertools.pairwise(uses))
+        assert all(u.operation.operands[u.index] is value for u in uses)
 
 
 def test_the_cycle_collector_is_paused_during_a_trace_and_restored():
