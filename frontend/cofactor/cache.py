@@ -142,7 +142,7 @@ def lookup(key: str) -> Path | None:
         return None
     finally:
         os.close(kk_fd)
-    return base / "kernels" / key[:2] / key / LIBRARY
+    return Path(os.path.join(base, "kernels", key[:2], key, LIBRARY))
 
 
 def store(key: str, library: Path, name: str) -> Path | None:

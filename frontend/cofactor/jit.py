@@ -28,12 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Block, Region
 
 from cofactor.errors import CompileError
-from cofactor.ir.builder import memref_type
+from cofactor.ir.builder import func_op, memref_type
 from cofactor.ir.traced import TracedModule, gc_paused
 from cofactor.launcher import BufferSpec, Launcher
 from cofactor.options import CATALYST_DEFAULTS, check_options
@@ -340,7 +339,7 @@ class QJIT:
             if ctx.interrupt_checks:
                 interrupts.arm_on_entry(ctx, block)
         out_types = [memref_type(t.shape, t.dtype) for t in out_tracers]
-        entry = func.FuncOp(self.symbol, ([*in_types, *out_types], []), Region(block))
+        entry = func_op(self.symbol, [*in_types, *out_types], Region(block))
         entry.attributes["llvm.emit_c_interface"] = UnitAttr()
         module = ModuleOp([*b.module_ops, entry])
         helpers = [*ctx.text_helpers, *([interrupts.helpers(ctx)] if ctx.interrupt_checks else [])]

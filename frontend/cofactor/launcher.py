@@ -59,17 +59,24 @@ _SCALAR_CTYPES = {
 }
 
 
-def _make_descriptor(spec: BufferSpec) -> ctypes.Structure:
-    shape = spec.memref_shape
-    desc = descriptor_type(len(shape))()
+def _descriptor_words(shape: tuple[int, ...]) -> int:
+    """How many 8-byte words the descriptor of a memref of `shape` takes (`descriptor_type`:
+    two pointers, the offset, the sizes and the strides)."""
+    return 3 + 2 * len(shape)
+
+
+def _fill_descriptor(words: ctypes.Array, at: int, shape: tuple[int, ...]) -> None:
+    """Write the offset (0), sizes and row-major strides of a memref of `shape` into the
+    descriptor at word `at` of `words`; its two pointers are set per call."""
+    rank = len(shape)
+    words[at + 2] = 0
     # row-major strides, innermost first (by hand: numpy's cumprod costs more, on the first
     # call of a process a tenth of a millisecond)
     stride = 1
-    for i in reversed(range(len(shape))):
-        desc.sizes[i] = shape[i]
-        desc.strides[i] = stride
+    for i in reversed(range(rank)):
+        words[at + 3 + i] = shape[i]
+        words[at + 3 + rank + i] = stride
         stride *= shape[i]
-    return desc
 
 
 class _Slot:
@@ -81,33 +88,40 @@ class _Slot:
     __slots__ = ("ptrs", "in_setters", "array_outs", "scalar_outs", "_keep")
 
     def __init__(self, inputs: Sequence[BufferSpec], outputs: Sequence[BufferSpec]) -> None:
-        self._keep: list[Any] = []
+        # Every descriptor of the slot, one after another in one array of 8-byte words (the
+        # layout of `descriptor_type`'s structs, which have no padding): one ctypes type for
+        # the slot (ctypes keeps it) instead of a Structure class per rank, each a twentieth
+        # of a millisecond to make on the first call of a process.
+        shapes = [spec.memref_shape for spec in (*inputs, *outputs)]
+        words = (ctypes.c_int64 * sum(map(_descriptor_words, shapes)))()
+        base = ctypes.addressof(words)
+        self._keep: list[Any] = [words]
         self.ptrs: list[int] = []
-        self.in_setters: list[Callable[[Any], Any]] = []
-        for i, spec in enumerate(inputs):
-            desc = self._descriptor(spec)
-            self.in_setters.append(self._input_setter(spec, desc, i))
+        at = 0
+        offsets = []
+        for shape in shapes:
+            _fill_descriptor(words, at, shape)
+            self.ptrs.append(base + 8 * at)
+            offsets.append(at)
+            at += _descriptor_words(shape)
+        self.in_setters: list[Callable[[Any], Any]] = [
+            self._input_setter(spec, words, at, i)
+            for i, (spec, at) in enumerate(zip(inputs, offsets, strict=False))
+        ]
         self.array_outs: list[tuple[int, Callable[[], Any]]] = []
         self.scalar_outs: list[tuple[int, Callable[[], Any]]] = []
-        for i, spec in enumerate(outputs):
-            desc = self._descriptor(spec)
-            getter = self._output_getter(spec, desc)
+        for i, (spec, at) in enumerate(zip(outputs, offsets[len(inputs) :], strict=True)):
+            getter = self._output_getter(spec, words, at)
             is_array = getter.__name__ == "get_array"
             (self.array_outs if is_array else self.scalar_outs).append((i, getter))
 
-    def _descriptor(self, spec: BufferSpec) -> ctypes.Structure:
-        desc = _make_descriptor(spec)
-        self._keep.append(desc)
-        self.ptrs.append(ctypes.addressof(desc))
-        return desc
-
     def _input_setter(
-        self, spec: BufferSpec, desc: ctypes.Structure, index: int
+        self, spec: BufferSpec, words: ctypes.Array, at: int, index: int
     ) -> Callable[[Any], Any]:
         if not spec.shape and spec.dtype in _SCALAR_CTYPES:
             buf = _SCALAR_CTYPES[spec.dtype]()
             self._keep.append(buf)
-            desc.allocated = desc.aligned = ctypes.addressof(buf)
+            words[at] = words[at + 1] = ctypes.addressof(buf)  # allocated, aligned
             if spec.dtype == np.int64:
                 # ctypes would wrap an int outside int64 silently; numpy raises
                 def set_int(value: Any, buf=buf, index=index) -> None:
@@ -128,18 +142,18 @@ class _Slot:
             return set_scalar
         dtype = spec.dtype
 
-        def set_array(value: Any, desc=desc, dtype=dtype) -> np.ndarray:
+        def set_array(value: Any, words=words, at=at, dtype=dtype) -> np.ndarray:
             arr = np.ascontiguousarray(value, dtype=dtype)
-            desc.allocated = desc.aligned = arr.ctypes.data
+            words[at] = words[at + 1] = arr.ctypes.data
             return arr  # the caller keeps it alive during the call
 
         return set_array
 
-    def _output_getter(self, spec: BufferSpec, desc: ctypes.Structure) -> Callable[[], Any]:
+    def _output_getter(self, spec: BufferSpec, words: ctypes.Array, at: int) -> Callable[[], Any]:
         if not spec.shape and spec.dtype in _SCALAR_CTYPES:
             buf = _SCALAR_CTYPES[spec.dtype]()
             self._keep.append(buf)
-            desc.allocated = desc.aligned = ctypes.addressof(buf)
+            words[at] = words[at + 1] = ctypes.addressof(buf)
             wrap = spec.dtype.type
 
             def get_scalar(buf=buf, wrap=wrap) -> Any:
@@ -149,9 +163,9 @@ class _Slot:
         shape, dtype = spec.shape, spec.dtype
 
         # arrays: a fresh numpy buffer per call (it is handed to the user)
-        def get_array(desc=desc, shape=shape, dtype=dtype) -> np.ndarray:
+        def get_array(words=words, at=at, shape=shape, dtype=dtype) -> np.ndarray:
             arr = np.empty(shape, dtype=dtype)
-            desc.allocated = desc.aligned = arr.ctypes.data
+            words[at] = words[at + 1] = arr.ctypes.data
             return arr
 
         return get_array
@@ -181,13 +195,16 @@ class Launcher:
         *,
         callbacks: bool = False,
     ) -> None:
+        # The runtime first (RTLD_GLOBAL): the library's dependency on it then resolves to
+        # the loaded copy by its name, without searching the library's RUNPATH (tens of
+        # file lookups on the first call of a process).
+        self._runtime = _runtime() if check_runtime else None
         self.lib = ctypes.CDLL(str(so_path))
         # not at interpreter exit: a daemon thread may still be running the code
         weakref.finalize(self.lib, _unload, self.lib._handle).atexit = False
         self._fn = self.lib[f"_mlir_ciface_{name}"]  # (not cached on self.lib)
         self._fn.restype = None
         self._fn.argtypes = [ctypes.c_void_p] * (len(inputs) + len(outputs))
-        self._runtime = _runtime() if check_runtime else None
         self._error_code = self._runtime.cf_rt_error_code if self._runtime else None
         self._callbacks = callbacks  # Python callbacks: their exceptions are re-raised
         self._inputs, self._outputs = tuple(inputs), tuple(outputs)

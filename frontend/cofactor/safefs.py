@@ -45,10 +45,11 @@ def check_owned(
         )
 
 
-def check_ancestors(path: Path) -> None:
-    """Every folder above `path` must belong to us or root, and be writable by others only
-    when sticky (like /tmp): otherwise someone else could swap `path` for another folder."""
-    for parent in path.parents:
+def check_ancestors(path: Path | str) -> None:
+    """Every folder above `path` (an absolute path) must belong to us or root, and be
+    writable by others only when sticky (like /tmp): otherwise someone else could swap
+    `path` for another folder."""
+    for parent in _parents(os.fspath(path)):
         st = os.lstat(parent)
         if st.st_uid not in (0, os.geteuid()):
             raise UntrustedPathError(
@@ -59,6 +60,22 @@ def check_ancestors(path: Path) -> None:
                 f"folder {parent} (above {path}) is writable by everyone and not sticky "
                 f"({_describe(st)})"
             )
+
+
+def _parents(path: str) -> list[str]:
+    """`Path(path).parents` as strings (pathlib's objects cost more than the checks: the
+    cache folder is checked on every first call of a process). A path pathlib would
+    normalise or read otherwise (relative, `//`, a part starting with a dot, a trailing
+    slash) goes through pathlib."""
+    if not path.startswith("/") or "//" in path or "/." in path or path.endswith("/"):
+        return [str(p) for p in Path(path).parents]
+    out = []
+    parent = os.path.dirname(path)
+    while parent != "/":
+        out.append(parent)
+        parent = os.path.dirname(parent)
+    out.append("/")
+    return out
 
 
 def mkdir_private(path: Path) -> None:

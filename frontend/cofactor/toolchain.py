@@ -36,7 +36,14 @@ def cache_dir() -> Path:
 
 
 def build_dir() -> Path:
-    return Path(os.environ.get("COFACTOR_BUILD_DIR", REPO_ROOT / "build"))
+    return Path(_build_dir())
+
+
+def _build_dir() -> str:
+    return os.environ.get("COFACTOR_BUILD_DIR", _DEFAULT_BUILD_DIR)
+
+
+_DEFAULT_BUILD_DIR = str(REPO_ROOT / "build")
 
 
 @dataclass(frozen=True)
@@ -50,30 +57,34 @@ class Tool:
     hint: str = SETUP_HINT
 
     def find(self) -> Path:
+        return Path(self.locate())
+
+    def locate(self) -> str:
+        """`find`, as a string: `fingerprint` asks for every tool on each compilation,
+        the cached first call of a process included, where pathlib's objects cost more
+        than the file-system lookups."""
         if override := os.environ.get(self.env_var):
-            path = Path(override)
-            if not path.exists():
+            if not os.path.exists(override):
                 raise ToolchainNotFoundError(
                     f"{self.name}: {self.env_var}={override} does not exist. "
                     f"Unset it or point it at the {self.name} you want."
                 )
-            return path
-        looked: list[Path | str] = []
+            return override
+        looked: list[str] = []
         for candidate in self.candidates:
             if candidate.startswith("@build/"):
-                path = build_dir() / candidate.removeprefix("@build/")
+                path = os.path.join(_build_dir(), candidate.removeprefix("@build/"))
             elif candidate.startswith("@data/"):
-                path = enzyme_plugin.data_dir() / candidate.removeprefix("@data/")
+                path = str(enzyme_plugin.data_dir() / candidate.removeprefix("@data/"))
             elif "/" in candidate:
-                path = Path(candidate)
+                path = candidate
             else:
-                found = shutil.which(candidate)
-                path = Path(found) if found else None
-            if path is not None and path.exists():
+                path = shutil.which(candidate)
+            if path is not None and os.path.exists(path):
                 return path
             looked.append(path or candidate)
         raise ToolchainNotFoundError(
-            f"{self.name} not found (looked in: {', '.join(map(str, looked))}; "
+            f"{self.name} not found (looked in: {', '.join(looked)}; "
             f"override with {self.env_var}=PATH). {self.hint}"
         )
 
@@ -177,12 +188,12 @@ def fingerprint() -> str:
                 continue
         if tool.name == "compiler":
             try:  # optional: the subprocess pipeline runs without it
-                path = tool.find()
+                path = tool.locate()
             except ToolchainNotFoundError:
                 parts.append("compiler=missing")
                 continue
         else:
-            path = tool.find()
-        stat = path.stat()
+            path = tool.locate()
+        stat = os.stat(path)
         parts.append(f"{tool.name}={path}:{stat.st_size}:{stat.st_mtime_ns}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -183,8 +184,14 @@ def test_simple_op_builds_what_xdsl_create_builds():
         assert fast.parent is None and fast.next_op is None and fast.prev_op is None
         fast.verify()
         assert str(fast) == str(slow)
-    # the uses are registered: `x` is stored by the fast and the slow store
+    # the uses are registered: `x` is stored by the fast and the slow store, `ref` used by
+    # four ops each way; the use lists are linked both ways, newest first
     assert len(list(x.uses)) == 2
+    for value in (x, ref):
+        uses = list(value.uses)
+        assert uses[0] is value.first_use and uses[0]._prev_use is None
+        assert all(b._prev_use is a and a._next_use is b for a, b in itertools.pairwise(uses))
+        assert all(u.operation.operands[u.index] is value for u in uses)
 
 
 def test_the_cycle_collector_is_paused_during_a_trace_and_restored():
@@ -299,3 +306,73 @@ def test_memref_types_are_the_ones_xdsl_constructor_makes():
             ours = memref_type(shape, dtype)
             xdsl = MemRefType(elem, [*shape, *extra])
             assert ours == xdsl and hash(ours) == hash(xdsl) and str(ours) == str(xdsl)
+
+
+def test_integer_attributes_are_the_ones_xdsl_constructor_makes():
+    from xdsl.dialects.builtin import IntegerAttr, i32
+    from xdsl.utils.exceptions import VerifyException
+
+    from cofactor.ir.builder import _new_int_attr
+
+    for type_ in (i64, INDEX, i32, i1):
+        for value in (0, 1, -1, 3, 2**31, -(2**63), 2**63 - 1, 2**63, 2**64 - 1):
+            try:
+                xdsl = IntegerAttr(value, type_)
+            except VerifyException:
+                with pytest.raises(VerifyException):
+                    _new_int_attr(value, type_)
+                continue
+            ours = _new_int_attr(value, type_)
+            assert ours == xdsl and hash(ours) == hash(xdsl) and str(ours) == str(xdsl)
+            assert type(ours.value.data) is int
+
+
+def test_functions_are_the_ones_xdsl_constructor_makes():
+    from xdsl.dialects.builtin import FunctionType
+
+    from cofactor.ir.builder import func_op, function_type
+
+    types = [memref_type((2, 3), np.dtype(np.float64)), memref_type((), np.dtype(np.int64))]
+    for inputs in ([], types, types[::-1]):
+        ours, xdsl = function_type(inputs, types), FunctionType.from_lists(inputs, types)
+        assert ours == xdsl and hash(ours) == hash(xdsl) and str(ours) == str(xdsl)
+        blocks = [Block([func.ReturnOp()], arg_types=inputs) for _ in range(2)]
+        mine = func_op("f", inputs, Region(blocks[0]))
+        theirs = func.FuncOp("f", (inputs, []), Region(blocks[1]))
+        assert list(mine.properties.items()) == list(theirs.properties.items())
+        assert mine.attributes == theirs.attributes == {}
+        assert str(mine) == str(theirs)
+        mine.verify()
+
+
+def test_link_op_links_as_xdsl_insertion_does():
+    from xdsl.dialects import scf
+    from xdsl.dialects.builtin import IntegerAttr
+
+    from cofactor.ir.builder import link_op
+
+    def const(i):
+        return generic_op("test.c", [], [i64], {"v": IntegerAttr(i, i64)})
+
+    ours, theirs = Block(), Block()
+    plan = [None, None, 0, None, 1, 3]  # insert before the op made at that step (or append)
+    made = {"ours": [], "theirs": []}
+    for step, before in enumerate(plan):
+        a, b = const(step), const(step)
+        link_op(a, ours, None if before is None else made["ours"][before])
+        if before is None:
+            theirs.add_op(b)
+        else:
+            theirs.insert_op_before(b, made["theirs"][before])
+        made["ours"].append(a)
+        made["theirs"].append(b)
+    order = [op.attributes["v"].value.data for op in ours.ops]
+    assert order == [op.attributes["v"].value.data for op in theirs.ops]
+    assert order[::-1] == [op.attributes["v"].value.data for op in reversed(list(ours.ops))]
+    assert ours.last_op is made["ours"][3] and all(op.parent is ours for op in ours.ops)
+    with pytest.raises(ValueError, match="already attached"):
+        link_op(made["ours"][0], theirs, None)
+    inner = Block([scf.YieldOp()])
+    region_op = scf.IfOp(made["ours"][0].results[0], [], Region(inner), Region(Block()))
+    with pytest.raises(ValueError, match="contained in the operation"):
+        link_op(region_op, inner, None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from xdsl.builder import Builder
@@ -20,6 +21,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     FlatSymbolRefAttr,
     FloatAttr,
+    FunctionType,
     IndexType,
     IntAttr,
     IntegerAttr,
@@ -34,7 +36,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from cofactor.ir.mlir15 import LIBM_FUNCTIONS, generic_op, simple_op
@@ -64,14 +66,91 @@ def memref_type(shape: Sequence[int], dtype: np.dtype) -> MemRefType:
     type_ = _MEMREF_TYPES.get(key)
     if type_ is None:
         elem, extra = _ELEMENT_TYPES[np.dtype(dtype)]
-        # MemRefType(elem, dims) with its parameters given as they are stored (shape, element
-        # type, layout, memory space; `new` verifies them): the constructor first matches
-        # `dims` against a generic type hint, about 0.3 ms for the first type of a process
-        dims = ArrayAttr(tuple(IntAttr(int(d)) for d in (*shape, *extra)))
-        type_ = MemRefType.new((dims, elem, NoneAttr(), NoneAttr()))
+        # MemRefType(elem, dims), its parameters (shape, element type, no layout, no memory
+        # space) set as xDSL's constructor stores them: for sizes of a numpy shape and a
+        # supported element type its checks always pass, and running them costs a tenth
+        # of a millisecond on the first call of a process
+        dims = _array_attr(tuple(_raw_int(int(d)) for d in (*shape, *extra)))
+        type_ = _raw_attr(MemRefType, (dims, elem, _NONE, _NONE))
         if len(_MEMREF_TYPES) < _ATTR_CACHE_SIZE:
             _MEMREF_TYPES[key] = type_
     return type_
+
+
+def function_type(inputs: Sequence[Attribute], outputs: Sequence[Attribute]) -> FunctionType:
+    """`FunctionType.from_lists(inputs, outputs)` for types (set as its constructor stores
+    them, without its generic checks: see `memref_type`)."""
+    return _raw_attr(FunctionType, (_array_attr(tuple(inputs)), _array_attr(tuple(outputs))))
+
+
+def func_op(name: str, inputs: Sequence[Attribute], region: Region) -> func.FuncOp:
+    """`func.FuncOp(name, (inputs, []), region)`: the same properties, in the same order,
+    through `create`, which skips xDSL's generic op constructor (on the first call of a
+    process, its `isinstance` checks against `Sequence` and the checks of the function
+    type cost a quarter of a millisecond per function)."""
+    return func.FuncOp.create(
+        properties={"sym_name": StringAttr(name), "function_type": function_type(inputs, [])},
+        regions=[region],
+    )
+
+
+def _raw_int(value: int) -> IntAttr:
+    attr = IntAttr.__new__(IntAttr)
+    object.__setattr__(attr, "data", value)
+    return attr
+
+
+def _array_attr(items: tuple[Attribute, ...]) -> ArrayAttr:
+    attr = ArrayAttr.__new__(ArrayAttr)
+    object.__setattr__(attr, "data", items)
+    return attr
+
+
+def _raw_attr(cls: type, parameters: tuple[Attribute, ...]) -> Any:
+    """An instance of the parametrized attribute `cls` with `parameters`, as
+    `cls.new(parameters)` stores them, without its verification."""
+    fields = _PARAMETER_FIELDS.get(cls)
+    if fields is None:
+        fields = _PARAMETER_FIELDS[cls] = tuple(f for f, _ in cls.get_irdl_definition().parameters)
+    attr = cls.__new__(cls)
+    for name, value in zip(fields, parameters, strict=True):
+        object.__setattr__(attr, name, value)
+    return attr
+
+
+_PARAMETER_FIELDS: dict[type, tuple[str, ...]] = {}
+_NONE = NoneAttr()
+
+
+def link_op(op: Operation, block: Block, before: Operation | None) -> None:
+    """`block.insert_op_before(op, before)`, or `block.add_op(op)` when `before` is None,
+    for an op in no block yet: xDSL's checks and links, the check that walks up from the
+    block to its ancestors made only for an op with regions (one without regions contains
+    no block). Every op a trace makes is inserted here, most once per gate or element."""
+    if op.parent is not None:
+        raise ValueError("Can't add to a block an operation already attached to a block.")
+    if op.regions and op.is_ancestor(block):
+        raise ValueError("Can't add an operation to a block contained in the operation.")
+    if before is None:
+        op.parent = block
+        last = block._last_op
+        op._prev_op, op._next_op = last, None
+        if last is None:
+            block._first_op = op
+        else:
+            last._next_op = op
+        block._last_op = op
+        return
+    if before.parent is not block:
+        raise ValueError("Can't insert operation before operation not in current block")
+    op.parent = block
+    prev = before._prev_op
+    op._prev_op, op._next_op = prev, before
+    before._prev_op = op
+    if prev is None:
+        block._first_op = op
+    else:
+        prev._next_op = op
 
 
 def call_op(
@@ -155,10 +234,7 @@ class IRBuilder:
     def insert(self, op: Operation) -> Operation:
         # what xDSL's Builder.insert does for our builders (no name hints, no handlers)
         point = self._stack[-1].insertion_point
-        if point.insert_before is None:
-            point.block.add_op(op)
-        else:
-            point.block.insert_op_before(op, point.insert_before)
+        link_op(op, point.block, point.insert_before)
         return op
 
     def res(self, op: Operation) -> SSAValue:
@@ -234,7 +310,7 @@ class IRBuilder:
         return self.res(arith.IndexCastOp(value, i64))
 
     def index(self, value: int) -> SSAValue:
-        return self._constant(_int_attr(value, INDEX), INDEX)
+        return self.res(index_constant_op(value))
 
     # -- memory ----------------------------------------------------------------------
     def alloc(self, type_: MemRefType) -> SSAValue:
@@ -285,12 +361,7 @@ class IRBuilder:
         self.insert(memref.DeallocOp.get(ref))
 
     def load(self, ref: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
-        # memref.LoadOp.get(ref, indices), without the generic constructor
-        ref = _value(ref)
-        type_ = ref.type
-        assert isinstance(type_, MemRefType)
-        operands = [ref, *map(_value, indices)]
-        return self.res(simple_op(memref.LoadOp, operands, [type_.element_type]))
+        return self.res(load_op(_value(ref), list(map(_value, indices))))
 
     def store(self, value: SSAValue, ref: SSAValue, indices: Sequence[SSAValue]) -> None:
         # memref.StoreOp.get(value, ref, indices), without the generic constructor
@@ -302,6 +373,18 @@ class IRBuilder:
 
     def call(self, name: str, args: Sequence[SSAValue]) -> None:
         self.insert(call_op(name, args))
+
+
+def index_constant_op(value: int) -> Operation:
+    """`arith.constant value : index` (not inserted)."""
+    return simple_op(arith.ConstantOp, [], [INDEX], {"value": _int_attr(value, INDEX)})
+
+
+def load_op(ref: SSAValue, indices: list[SSAValue]) -> Operation:
+    """`memref.LoadOp.get(ref, indices)` (not inserted), without the generic constructor."""
+    type_ = ref.type
+    assert isinstance(type_, MemRefType)
+    return simple_op(memref.LoadOp, [ref, *indices], [type_.element_type])
 
 
 #: (op class, operand types) -> (result types, properties, attributes) of `op_class(*operands)`
@@ -338,10 +421,24 @@ def _int_attr(value: int, type_: Attribute) -> IntegerAttr:
     key = (value, type_)
     attr = _INT_ATTRS.get(key)
     if attr is None:
-        attr = IntegerAttr(value, type_)
+        attr = _new_int_attr(value, type_)
         if len(_INT_ATTRS) < _ATTR_CACHE_SIZE:
             _INT_ATTRS[key] = attr
     return attr
+
+
+def _new_int_attr(value: int, type_: Attribute) -> IntegerAttr:
+    """`IntegerAttr(value, type_)`. For an index, or an i64 in the signed range (wire
+    numbers, positions, most integer constants), the same fields are set directly: xDSL's
+    constructor normalises and checks the value through generic code, 20-30 us an
+    attribute the first time in a process (a cached first call makes about twenty), and
+    for these it would keep the value as it is (an index is not checked at all)."""
+    if type(value) is int and (type_ is INDEX or (type_ is i64 and _I64_MIN <= value < _I64_MAX)):
+        return _raw_attr(IntegerAttr, (_raw_int(value), type_))
+    return IntegerAttr(value, type_)
+
+
+_I64_MIN, _I64_MAX = -(2**63), 2**63
 
 
 def _float_attr(value: float) -> FloatAttr:
@@ -364,7 +461,7 @@ def quantum_attrs(**attrs: object) -> dict[str, Attribute]:
         if isinstance(value, bool):
             out[key] = BoolAttr(value, i1)
         elif isinstance(value, int):
-            out[key] = IntegerAttr(value, i64)
+            out[key] = _int_attr(value, i64)
         elif isinstance(value, str):
             out[key] = StringAttr(value)
         elif isinstance(value, list | tuple):

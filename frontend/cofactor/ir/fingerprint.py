@@ -6,9 +6,11 @@ then looks the library up. Printing the module only to hash its text cost as muc
 third of that call. `module_fingerprint` walks the ops instead and hashes what the printed
 text is made of, in order:
 
-- every op: its class and name, its operands (which value each is: values are numbered in
-  the order they first appear), its results (their numbers and types), its properties and
-  attributes (name and value, in order), its successors (block numbers) and its regions;
+- every op: its head (class and name, properties and attributes: name and value, in order,
+  and result types), written out where the first op of its kind appears, with a number
+  and its length, and named by that number from then on; its operands (which value each
+  is: values are numbered in the order they first appear), its results (their numbers),
+  its successors (block numbers) and its regions;
 - every block: its number, its arguments (numbers and types), its ops, and an end mark;
 - every attribute or type by structure: a `Data` attribute by its class and Python value
   (repr of ints, floats, strings, bytes; enums by name; tuples and dicts element by
@@ -31,30 +33,33 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import operator
 from collections.abc import Iterable
 
 from xdsl.ir import Attribute, Block, Data, Operation, ParametrizedAttribute, SSAValue
 from xdsl.printer import Printer
 
 #: Bumped whenever the token grammar changes.
-VERSION = "2"
+VERSION = "3"
 
-#: attribute -> its token, shared by every module fingerprinted in this process (an
-#: attribute's token depends on nothing but its value). Bounded like the printer's caches.
-_TOKENS: dict[Attribute, str] = {}
+#: id(attribute) -> (the attribute, its token), shared by every module fingerprinted in this
+#: process (an attribute is immutable: its token depends on nothing but its value). Keyed by
+#: identity, not by value: hashing an attribute runs the Python `__hash__` of it and of each
+#: of its parameters, more than making its token costs on a cached first call, and the
+#: builder hands out the same attribute objects again (`ir.builder`'s caches). An entry keeps
+#: its attribute alive, so the id is not reused meanwhile. Bounded like the printer's caches.
+_TOKENS: dict[int, tuple[Attribute, str]] = {}
 _TOKENS_LIMIT = 20_000
 
 
 def attribute_token(attr: Attribute) -> str:
-    """The token of one attribute or type (cached by value)."""
-    try:
-        token = _TOKENS.get(attr)
-    except TypeError:  # an unhashable attribute: no cache
-        return _make_token(attr)
-    if token is None:
-        token = _make_token(attr)
-        if len(_TOKENS) < _TOKENS_LIMIT:
-            _TOKENS[attr] = token
+    """The token of one attribute or type (cached by identity)."""
+    entry = _TOKENS.get(id(attr))
+    if entry is not None and entry[0] is attr:
+        return entry[1]
+    token = _make_token(attr)
+    if len(_TOKENS) < _TOKENS_LIMIT:
+        _TOKENS[id(attr)] = (attr, token)
     return token
 
 
@@ -96,7 +101,13 @@ def _make_token(attr: Attribute) -> str:
     cls = type(attr)
     kind = _kind(cls)
     if kind == "parametrized":
-        return f"{_class_name(cls)}<{attr.name}>{_sequence(attr.parameters)}"
+        fields = _PARAMETER_FIELDS.get(cls)
+        if fields is None:  # (what `attr.parameters` reads, looked up once per class)
+            fields = _PARAMETER_FIELDS[cls] = tuple(
+                f for f, _ in cls.get_irdl_definition().parameters
+            )
+        parameters = [getattr(attr, f) for f in fields]
+        return f"{_class_name(cls)}<{attr.name}>{_sequence(parameters)}"
     if kind == "data":
         inner = _python_token(attr.data)
         if inner is not None:
@@ -104,7 +115,13 @@ def _make_token(attr: Attribute) -> str:
     return f"{_class_name(cls)}!{_printed(attr)!r}"
 
 
+_PARAMETER_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def _value_token(value: object) -> str:
+    entry = _TOKENS.get(id(value))  # (an attribute whose token is known: most parameters)
+    if entry is not None and entry[0] is value:
+        return entry[1]
     if _kind(type(value)) in ("parametrized", "data", "attribute"):
         return attribute_token(value)
     inner = _python_token(value)
@@ -130,8 +147,11 @@ def _python_token(value: object) -> str | None:
 
 def _sequence(values: Iterable[object]) -> str:
     """Tokens of several values, each preceded by its length: `(n|len:token|len:token)`."""
-    tokens = [_value_token(v) for v in values]
-    return f"({len(tokens)}" + "".join(f"|{len(t)}:{t}" for t in tokens) + ")"
+    parts = []
+    for v in values:
+        token = _value_token(v)
+        parts.append(f"|{len(token)}:{token}")
+    return f"({len(parts)}{''.join(parts)})"
 
 
 def _printed(value: object) -> str:
@@ -151,32 +171,24 @@ def _printed(value: object) -> str:
 class _Walk:
     """The token stream of one module: for each op, its head (class, name, properties,
     attributes, result types; the same for every op of a kind, made once per kind and walk),
-    then its operands and results (value numbers), successors (block numbers) and regions."""
+    then its operands and results (value numbers), successors (block numbers) and regions.
+
+    The ops of a block are walked in one loop (`_ops`), with nothing called per op but what
+    a new kind of op or value needs: a cached first call runs this code once per process,
+    before CPython has specialised any of it, and a loop gets specialised after a few
+    iterations where a function called per op would not."""
 
     def __init__(self) -> None:
         self.tokens: list[str] = []
-        self._values: dict[int, int] = {}  # id(SSA value) -> number (all live while walking)
+        # id(SSA value) -> its number as text (all values live while walking)
+        self._values: dict[int, str] = {}
         self._blocks: dict[int, int] = {}  # id(block) -> number
         # op kind, keyed by the identities of its attribute objects (which ops of a kind
-        # share, and which all live as long as the module) -> its head
+        # share, and which all live as long as the module) -> its head's token ("h<n>")
         self._heads: dict[tuple, str] = {}
-        self._by_id: dict[int, str] = {}  # id(attribute) -> token
-
-    def attribute(self, attr: Attribute) -> str:
-        token = self._by_id.get(id(attr))
-        if token is None:
-            token = self._by_id[id(attr)] = attribute_token(attr)
-        return token
 
     def numbers(self, values: Iterable[SSAValue]) -> str:
-        numbering = self._values
-        out = []
-        for v in values:
-            number = numbering.get(id(v))
-            if number is None:
-                number = numbering[id(v)] = len(numbering)
-            out.append(str(number))
-        return " ".join(out)
+        return " ".join(self._number(values))
 
     def block_number(self, block: Block) -> str:
         number = self._blocks.get(id(block))
@@ -184,66 +196,97 @@ class _Walk:
             number = self._blocks[id(block)] = len(self._blocks)
         return str(number)
 
-    def head(self, op: Operation) -> str:
-        props, attrs, results = op.properties, op.attributes, op.results
-        key = (
-            type(op),
-            len(props),
-            len(attrs),
-            len(results),
-            *props,
-            *map(id, props.values()),
-            *attrs,
-            *map(id, attrs.values()),
-            *[id(r.type) for r in results],
-        )
-        head = self._heads.get(key)
-        if head is None:
-            token = self.attribute
-            parts = [f"op {_class_name(type(op))} {op.name}", f"properties {len(props)}"]
-            for name, attr in props.items():
-                parts += (repr(name), token(attr))
-            parts.append(f"attributes {len(attrs)}")
-            for name, attr in attrs.items():
-                parts += (repr(name), token(attr))
-            parts.append(f"result types {len(results)}")
-            parts += [token(r.type) for r in results]
-            head = self._heads[key] = "\n".join(parts)
-        return head
+    def _head(self, op: Operation) -> str:
+        token = attribute_token
+        props, attrs = op.properties, op.attributes
+        parts = [f"op {_class_name(type(op))} {op.name}", f"properties {len(props)}"]
+        for name, attr in props.items():
+            parts += (repr(name), token(attr))
+        parts.append(f"attributes {len(attrs)}")
+        for name, attr in attrs.items():
+            parts += (repr(name), token(attr))
+        parts.append(f"result types {len(op.results)}")
+        parts += [token(r.type) for r in op.results]
+        return "\n".join(parts)
 
     def op(self, op: Operation) -> None:
+        """The tokens of `op` (its regions included)."""
+        self._ops(op, only=True)
+
+    def _ops(self, op: Operation | None, only: bool = False) -> None:
+        """The tokens of `op` and of the ops after it in its block (`only`: of `op`)."""
         # One string per op (the tokens are joined by newlines in the end, so this is the
         # same stream as one token per line). Value and block numbers are digits: a list
-        # of them, space-separated after a letter, is one token.
+        # of them, space-separated after a letter, is one token. The head of a kind of op
+        # is written once, with its number and length; each op names its head's number.
+        out = self.tokens.append
         numbering = self._values
-        operands = []
-        for v in op._operands:
+        number_of = numbering.get
+        heads = self._heads
+        while op is not None:
+            props, attrs, results = op.properties, op.attributes, op.results
+            # (None ends each list: names are strings, identities ints)
+            key = (
+                type(op),
+                *props,
+                *map(id, props.values()),
+                None,
+                *attrs,
+                *map(id, attrs.values()),
+                None,
+                *map(id, map(_TYPE, results)),
+            )
+            head = heads.get(key)
+            if head is None:
+                text = self._head(op)
+                head = heads[key] = f"h{len(heads)}"
+                out(f"head {len(heads) - 1} {len(text)}\n{text}")
+            # values are numbered where they first appear (operands are usually numbered
+            # already, results usually not): C-level lookups, a loop only for new ones
+            operands = list(map(number_of, map(id, op._operands)))
+            if None in operands:
+                operands = self._number(op._operands)
+            numbers = list(map(number_of, map(id, results)))
+            if None in numbers:
+                numbers = self._number(results)
+            successors = op._successors
+            regions = op.regions
+            out(
+                f"{head}\no{' '.join(operands)}\nr{' '.join(numbers)}\n"
+                f"s{' '.join(self.block_number(b) for b in successors) if successors else ''}\n"
+                f"regions {len(regions)}"
+            )
+            for region in regions:
+                block = region._first_block
+                while block is not None:
+                    self.block(block)
+                    block = block._next_block
+                out("end region")
+            op = None if only else op._next_op
+
+    def _number(self, values: Iterable[SSAValue]) -> list[str]:
+        """The numbers of `values`, in order, numbering those seen for the first time."""
+        numbering = self._values
+        out = []
+        for v in values:
             number = numbering.get(id(v))
             if number is None:
-                number = numbering[id(v)] = len(numbering)
-            operands.append(str(number))
-        successors = op._successors
-        regions = op.regions
-        self.tokens.append(
-            f"{self.head(op)}\no{' '.join(operands)}\nr{self.numbers(op.results)}\n"
-            f"s{' '.join(self.block_number(b) for b in successors) if successors else ''}\n"
-            f"regions {len(regions)}"
-        )
-        for region in regions:
-            for block in region.blocks:
-                self.block(block)
-            self.tokens.append("end region")
+                number = numbering[id(v)] = str(len(numbering))
+            out.append(number)
+        return out
 
     def block(self, block: Block) -> None:
         out = self.tokens.append
-        args = block.args
+        args = block._args
         out(f"block {self.block_number(block)} {len(args)}")
         out("a" + self.numbers(args))
         for a in args:
-            out(self.attribute(a.type))
-        for op in block.ops:
-            self.op(op)
+            out(attribute_token(a.type))
+        self._ops(block._first_op)
         out("end block")
+
+
+_TYPE = operator.attrgetter("type")
 
 
 def module_fingerprint(module: Operation, extra: Iterable[str] = ()) -> str:

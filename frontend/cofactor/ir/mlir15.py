@@ -131,9 +131,20 @@ def _bare_op(
     generality. Successors and regions keep the class's defaults (none)."""
     op = cls.__new__(cls)
     values = op._operands = SSAValues(operands)
-    uses = op._operand_uses = tuple([Use(op, i) for i in range(len(values))])
-    for value, use in zip(values, uses, strict=True):
-        value.add_use(use)
+    # `Use(op, i)` and `value.add_use(use)` (the new use first in the value's list), in
+    # one loop without their two calls per operand
+    uses = []
+    new_use = Use.__new__
+    for i, value in enumerate(values):
+        use = new_use(Use)
+        use._operation, use._index = op, i
+        first = value.first_use
+        use._prev_use, use._next_use = None, first
+        if first is not None:
+            first._prev_use = use
+        value.first_use = use
+        uses.append(use)
+    op._operand_uses = tuple(uses)
     op.results = (
         SSAValues([OpResult(t, op, i) for i, t in enumerate(result_types)])
         if result_types

@@ -27,12 +27,11 @@ from pennylane.measurements import (
     StateMP,
     VarianceMP,
 )
-from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, UnitAttr, i64
 from xdsl.ir import Block, Region
 
 from cofactor.errors import CompileError
-from cofactor.ir.builder import call_op, memref_type, quantum_attrs
+from cofactor.ir.builder import call_op, func_op, memref_type, quantum_attrs
 from cofactor.ir.mlir15 import generic_op
 from cofactor.launcher import BufferSpec
 from cofactor.tracing import context, gridsynth, pytree
@@ -242,7 +241,7 @@ def _emit_qnode_function(
     out_types = [memref_type(s.shape, s.dtype) for s in out_leaves if isinstance(s, BufferSpec)]
     if scope.valid is not None:
         out_types.append(memref_type((), FLOAT))
-    fn = func.FuncOp(name, ([*in_types, *out_types], []), Region(block))
+    fn = func_op(name, [*in_types, *out_types], Region(block))
     fn.attributes["cofactor.qnode"] = UnitAttr()
     user_method = getattr(qnode, "diff_method", "best")
     info = QNodeInfo(name, user_method, kinds, scope.has_mcm, scope.traced_constants)

@@ -39,7 +39,7 @@ from cofactor.tracing.numpy_rules import (
     cast_tracer,
     scalar_ufunc,
 )
-from cofactor.tracing.tracer import BOOL, COMPLEX, INT, Scalar, Tracer, load_elements
+from cofactor.tracing.tracer import BOOL, COMPLEX, INT, Scalar, Tracer, _load_one, load_elements
 
 #: the runtime function compiled code calls on an out-of-range traced index
 INDEX_ERROR_FN = "cf_rt_index_error"
@@ -113,12 +113,12 @@ def getitem(t: Tracer, key: Any) -> Tracer:
     if flat is not None:
         # the common `x[i]` / `x[i, j, k]` of a small argument array, as the general path
         # below does it (array_views declines arrays this small; the same loads result)
-        loaded = t._memref.loaded.get(flat)
-        if loaded is None:
-            elems = load_elements(t._memref, t._shape, t.dtype, np.array(flat))
-        else:
-            elems = np.empty((), dtype=object)
-            elems[()] = loaded
+        lazy = t._memref
+        scalar = lazy.loaded.get(flat)
+        if scalar is None:
+            scalar = _load_one(lazy, t._shape, t.dtype, flat)
+        elems = np.empty((), dtype=object)
+        elems[()] = scalar
         return Tracer(elems, t.dtype)
     key = key if isinstance(key, tuple) else (key,)
     key = tuple(_static_key(k) for k in key)
@@ -172,12 +172,16 @@ def _small_static_position(t: Tracer, key: Any) -> int | None:
     keys = key if type(key) is tuple else (key,)
     if len(keys) != len(shape) or not shape:
         return None
-    flat = size = 0
+    flat = 0
+    size = 1
     for k, n in zip(keys, shape, strict=True):
-        if not isinstance(k, int | np.integer) or isinstance(k, bool) or not -n <= k < n:
+        # (a Python int by its exact class first: no union object to build and check)
+        if type(k) is not int and (not isinstance(k, int | np.integer) or isinstance(k, bool)):
+            return None
+        if not -n <= k < n:
             return None
         flat = flat * n + int(k) % n
-        size = size * n if size else n
+        size *= n
     return flat if size <= ELEMENTWISE_MAX else None  # (larger arrays: array_views)
 
 

@@ -46,7 +46,7 @@ from cofactor.tracing.observables import NAMED_OBSERVABLES  # noqa: F401 (re-exp
 from cofactor.tracing.observables import complex_matrix_memref as _complex_matrix_memref
 from cofactor.tracing.observables import depends_on_arguments as _depends_on_arguments
 from cofactor.tracing.observables import f64_value as _f64
-from cofactor.tracing.tracer import BOOL, COMPLEX, FLOAT, INT, Scalar, Tracer, is_operator
+from cofactor.tracing.tracer import BOOL, COMPLEX, FLOAT, INT, Scalar, Tracer
 
 SUPPORTED_DEVICES = ("default.qubit", "lightning.qubit")
 SKIPPED_OPS = ("Identity", "Barrier", "Snapshot")
@@ -166,15 +166,20 @@ class QuantumScope:
         queue = self.queues[-1]
         items = list(queue.queue)
         queue.clear()
-        ops = [o for o in items if is_operator(o)]
-        # (class checks through the MRO, as in `is_operator`: the first negative isinstance
-        # of a class against one of PennyLane's ABCs walks all the ABC's subclasses)
-        measurements = [m for m in items if MeasurementProcess in type(m).__mro__]
+        ops, measurements, mid_circuit = [], [], False
+        for item in items:
+            kind = _QUEUED_KINDS.get(type(item))
+            if kind is None:
+                kind = _queued_kind(type(item))
+            if kind & _OPERATOR:
+                ops.append(item)
+                mid_circuit = mid_circuit or bool(kind & _MID_CIRCUIT)
+            if kind & _MEASUREMENT:
+                measurements.append(item)
         # (semantics) TemporaryAND with traced control values: run-time flips around it
         from cofactor.api_extensions.hybrid import expand_traced_control_values
 
-        mid_circuit = (qml.ops.MidMeasure, qml.ops.Conditional)
-        if any(k in mid_circuit for o in ops for k in type(o).__mro__):
+        if mid_circuit:
             # a quantum-function transform queued the tape it made: measurements in order
             from cofactor.tracing.transforms import _emit_operations
 
@@ -366,6 +371,28 @@ def _directly_emittable(op: qml.operation.Operator) -> bool:
     if wrapper_kind(op) is not None:
         return _directly_emittable(op.base)
     return False
+
+
+#: what a class of queued object is (bits): an operator, a mid-circuit operator (a
+#: MidMeasure or Conditional: a quantum-function transform queued the tape it made), a
+#: measurement process. Asked of the class's MRO, as in `is_operator` (the first negative
+#: isinstance of a class against one of PennyLane's ABCs walks all the ABC's subclasses),
+#: once per class.
+_OPERATOR, _MID_CIRCUIT, _MEASUREMENT = 1, 2, 4
+_QUEUED_KINDS: dict[type, int] = {}
+
+
+def _queued_kind(cls: type) -> int:
+    mro = cls.__mro__
+    kind = 0
+    if qml.operation.Operator in mro:
+        kind |= _OPERATOR
+        if qml.ops.MidMeasure in mro or qml.ops.Conditional in mro:
+            kind |= _MID_CIRCUIT
+    if MeasurementProcess in mro:
+        kind |= _MEASUREMENT
+    _QUEUED_KINDS[cls] = kind
+    return kind
 
 
 _WRAPPER_KINDS: dict[type, type | None] = {}

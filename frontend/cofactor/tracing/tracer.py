@@ -28,6 +28,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from cofactor.errors import CompileError
+from cofactor.ir.builder import index_constant_op, link_op, load_op
 from cofactor.tracing import context
 from cofactor.tracing.concrete import _NoConcreteValue
 from cofactor.tracing.scalar import (  # noqa: F401  (re-exported: the tracer's public names)
@@ -384,18 +385,42 @@ def _emit_load(
 
 def _load_one(lazy: _LazyMemref, shape: tuple[int, ...], dtype: np.dtype, flat: int) -> Scalar:
     """`load_elements` of one element: the same ops (index constants in axis order, each
-    made once), without numpy's index helpers, which cost more than the ops."""
+    made once, then the load; a complex element: its real, then imaginary part), inserted
+    where `_builder_at_anchor` would insert them. Without numpy's index helpers and the
+    builder's insertion points, which cost more than the ops (`x[i, j, k]` is read once per
+    gate angle)."""
     coords = []
     rest = flat
     for n in reversed(shape):
         rest, i = divmod(rest, n)
         coords.append(i)
     coords.reverse()
-    b = _builder_at_anchor(lazy)
-    try:
-        scalar = _emit_load(b, lazy, coords, dtype, _index_constants(b))
-    finally:
-        b.pop()
+    anchor = lazy.anchor
+    if type(anchor) is Block:
+        block, before = anchor, anchor.first_op
+    else:
+        block, before = anchor.parent_block(), anchor.next_op
+        if block is None:
+            raise ValueError("Operation insertion point must have a parent block")
+    consts: dict[int, SSAValue] = {}
+
+    def put(op: Operation) -> SSAValue:
+        link_op(op, block, before)
+        return op.results[0]
+
+    def idx(i: int) -> SSAValue:
+        value = consts.get(i)
+        if value is None:
+            value = consts[i] = put(index_constant_op(i))
+        return value
+
+    ref = lazy.ref
+    ids = [idx(i) for i in coords]
+    if dtype == COMPLEX:
+        re = put(load_op(ref, [*ids, idx(0)]))
+        scalar = Scalar((re, put(load_op(ref, [*ids, idx(1)]))), dtype)
+    else:
+        scalar = Scalar(put(load_op(ref, ids)), dtype)
     lazy.loaded[flat] = scalar
     return scalar
 
