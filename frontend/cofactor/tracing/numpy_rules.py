@@ -247,13 +247,28 @@ def _reduce_fn(ufunc: np.ufunc):
         looped = array_rules.reduce(ufunc, a, axis, keepdims)
         if looped is not None:
             return looped
-        t = as_tracer(a)
-        elems = t.elems if axis is not None else t.elems.reshape(-1)
         fn = np.frompyfunc(lambda x, y: scalar_ufunc(ufunc, x, y), 2, 1)
-        res = fn.reduce(elems, axis=axis if axis is not None else 0, keepdims=keepdims)
-        return _wrap(res)
+        return _wrap(_reduce_axes(fn, as_tracer(a).elems, axis, keepdims))
 
     return rule
+
+
+def _reduce_axes(fn: np.ufunc, elems: np.ndarray, axis: Any, keepdims: bool) -> Any:
+    """`fn.reduce` over `axis` (None, an int or a tuple, as numpy takes them). A frompyfunc
+    ufunc reduces over one axis only, so the reduced axes are moved last and merged."""
+    shape = elems.shape
+    nd = len(shape)
+    axes = tuple(range(nd)) if axis is None else tuple(np.atleast_1d(axis).tolist())
+    if any(not -nd <= a < nd for a in axes):
+        raise CompileValueError(f"axis {axis} is out of bounds for an array of dimension {nd}")
+    axes = tuple(sorted({a % nd for a in axes}))
+    kept = [i for i in range(len(shape)) if i not in axes]
+    merged = int(np.prod([shape[i] for i in axes], dtype=int))
+    moved = np.transpose(elems, kept + list(axes)).reshape([shape[i] for i in kept] + [merged])
+    res = fn.reduce(moved, axis=-1)
+    if keepdims:
+        res = np.reshape(res, [1 if i in axes else d for i, d in enumerate(shape)])
+    return res
 
 
 def _argext(pred: np.ufunc):

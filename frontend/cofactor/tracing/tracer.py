@@ -277,7 +277,9 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
     ravel = flatten
 
     def transpose(self, *axes: Any) -> Tracer:
-        return np.transpose(self, axes or None)
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
+            axes = axes[0]  # numpy: a.transpose((1, 0)) is a.transpose(1, 0)
+        return np.transpose(self, tuple(axes) if axes else None)
 
     def sum(self, axis: Any = None, **kw: Any) -> Tracer:
         return np.sum(self, axis=axis, **kw)

@@ -1,0 +1,459 @@
+"""Random classical numpy array programs for the property test in test_fuzz_arrays.py.
+
+A program takes one to three array arguments of small random shapes (0-d to 3-d, size-1
+dimensions included, some over the 16 elements above which cofactor keeps an array in
+memory and emits loop nests) and is a list of assignments `tK = <expr>` over the
+arguments and earlier results, ending in `return`. Each expression applies one numpy
+operation: an elementwise ufunc, arithmetic with broadcasting, a reduction, a contraction
+(dot, matmul, outer, einsum), a rearrangement (reshape, transpose, swapaxes, squeeze),
+slicing and indexing, where, concatenate/stack, a constructor or a cast.
+
+Every statement is evaluated by numpy on the concrete arguments while it is drawn: a
+statement numpy rejects (shapes that do not broadcast, an axis out of range), warns about,
+or whose values are not finite or exceed `MAGNITUDE` is not kept, so every program is
+valid numpy with tame values, and the operations can be drawn blindly (any axis, any
+operand pair) and left for numpy to judge. The same source text runs under cofactor
+(`np` is numpy, the arguments are traced) and under autograd (`np` is pennylane.numpy)
+for the reference gradients.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from hypothesis import strategies as st
+
+#: values above this are not kept (exp of a product, prod of many numbers)
+MAGNITUDE = 1e3
+#: the dimension lengths an argument's shape is drawn from (with 1 for broadcasting)
+DIMS = (1, 2, 3, 4, 5)
+
+
+@dataclass
+class ArrayProgram:
+    args: list[np.ndarray]
+    body: list[tuple[str, str]] = field(default_factory=list)  # (name, expression)
+    returns: list[str] = field(default_factory=list)
+
+    @property
+    def names(self) -> list[str]:
+        return [f"a{k}" for k in range(len(self.args))]
+
+    def source(self) -> str:
+        lines = [f"def f({', '.join(self.names)}):"]
+        lines += [f"    {name} = {expr}" for name, expr in self.body]
+        lines.append(f"    return {', '.join(self.returns)}")
+        return "\n".join(lines) + "\n"
+
+    def float_args(self) -> tuple[int, ...]:
+        return tuple(k for k, a in enumerate(self.args) if a.dtype.kind == "f")
+
+    def arg_literals(self) -> str:
+        parts = []
+        for a in self.args:
+            if a.ndim == 0:
+                parts.append(f"np.array({a.item()!r})")
+            else:
+                parts.append(f"np.array({a.tolist()!r}, dtype=np.{a.dtype.name})")
+        return ", ".join(parts)
+
+    def reproducer(self) -> str:
+        return (
+            "import numpy as np\nimport cofactor\n\n"
+            + self.source()
+            + f"\nargs = ({self.arg_literals()},)\n"
+            + "print(cofactor.qjit(f)(*args))\nprint(f(*args))\n"
+        )
+
+
+def evaluate(env: dict, expr: str):
+    """numpy's value of `expr` in `env`, or None if numpy raises or warns."""
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        try:
+            value = eval(expr, {"np": np}, env)  # noqa: S307 (our own generated text)
+        except Exception:
+            return None
+    if isinstance(value, tuple | list):
+        return None
+    value = np.asarray(value)
+    if value.dtype.kind not in "biuf" or value.ndim > 4 or value.size > 400:
+        return None
+    if value.dtype.kind == "f" and not (
+        np.all(np.isfinite(value)) and np.all(np.abs(value) <= MAGNITUDE)
+    ):
+        return None
+    if value.dtype.kind in "iu" and np.any(np.abs(value) > 10**6):
+        return None
+    return value
+
+
+# ----------------------------------------------------------------------------------------
+# expression templates
+# ----------------------------------------------------------------------------------------
+
+_CONST = st.sampled_from(["0.5", "2.0", "-1.5", "3", "0.25", "-2", "1.0", "np.pi"])
+_UNARY = [
+    "np.sin({0})",
+    "np.cos({0})",
+    "np.tanh({0})",
+    "np.exp({0})",
+    "np.exp(-{0})",
+    "np.sqrt({0})",
+    "np.sqrt({0} * {0} + 0.5)",
+    "np.log({0})",
+    "np.log(np.abs({0}) + 1.0)",
+    "np.abs({0})",
+    "-{0}",
+    "{0} ** 2",
+    "{0} ** 3",
+    "np.power({0}, 2)",
+    "np.power(np.abs({0}) + 0.5, 1.5)",
+    "np.square({0})",
+    "np.arctan({0})",
+    "np.sinh({0})",
+    "np.negative({0})",
+    "+{0}",
+    "np.positive({0})",
+    "np.sign({0}) * {0}",
+    "np.floor({0})",
+    "np.clip({0}, -0.5, 0.7)",
+    "np.cumsum({0})",
+]
+_BINARY = [
+    "{0} + {1}",
+    "{0} - {1}",
+    "{0} * {1}",
+    "{0} / {1}",
+    "{0} / ({1} * {1} + 1.0)",
+    "np.maximum({0}, {1})",
+    "np.minimum({0}, {1})",
+    "np.add({0}, {1})",
+    "np.multiply({0}, {1})",
+    "np.subtract({0}, {1})",
+    "np.power(np.abs({0}) + 0.5, {1})",
+    "({0} > {1}) * {0}",
+    "np.where({0} > {1}, {0}, {1})",
+    "np.where({0} > 0.1, {1}, 0.5)",
+    "np.where({0} < {1}, {0} * {1}, -{1})",
+    "np.arctan2({0}, {1} * {1} + 1.0)",
+    "np.hypot({0}, {1})",
+]
+_REDUCE = ["np.sum", "np.mean", "np.prod", "np.max", "np.min", "np.amax", "np.amin"]
+_METHOD_REDUCE = ["sum", "mean", "prod", "max", "min"]
+_CONSTRUCT = [
+    "np.zeros({s})",
+    "np.ones({s})",
+    "np.full({s}, 2.5)",
+    "np.eye({n})",
+    "np.eye({n}, {m})",
+    "np.eye({n}, {m}, k=1)",
+    "np.arange({n})",
+    "np.arange(0.5, {n})",
+    "np.arange(1, 2 * {n} + 1, 2)",
+    "np.linspace(0.0, 1.0, {n})",
+    "np.linspace(-1.0, 2.0, {n}, endpoint=False)",
+    "np.zeros_like({v})",
+    "np.ones_like({v})",
+    "np.full_like({v}, 0.5)",
+    "np.identity({n})",
+]
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return (
+        "(" + "".join(f"{d}, " for d in shape).rstrip(" ") + ")"
+        if len(shape) != 1
+        else f"({shape[0]},)"
+    )
+
+
+def _axis(draw, ndim: int) -> str:
+    """An axis argument: None, an int (negative too), a tuple; sometimes out of range (numpy
+    then rejects the statement, and another is drawn)."""
+    kind = draw(st.sampled_from(["none", "int", "neg", "tuple"]))
+    if kind == "none" or ndim == 0:
+        return "None"
+    if kind == "int":
+        return str(draw(st.integers(0, ndim - 1)))
+    if kind == "neg":
+        return str(draw(st.integers(-ndim, -1)))
+    axes = draw(st.lists(st.integers(-ndim, ndim - 1), min_size=1, max_size=ndim, unique=True))
+    return "(" + ", ".join(map(str, axes)) + ("," if len(axes) == 1 else "") + ")"
+
+
+def _factorizations(size: int) -> list[tuple[int, ...]]:
+    out = [(size,), (1, size), (size, 1), ()] if size == 1 else [(size,), (1, size), (size, 1)]
+    for a in range(2, size):
+        if size % a == 0:
+            out += [(a, size // a), (a, -1), (-1, a), (1, a, size // a), (a, 1, size // a)]
+            for b in range(2, size // a):
+                if (size // a) % b == 0:
+                    out.append((a, b, size // a // b))
+    return out
+
+
+def _index(draw, shape: tuple[int, ...]) -> str:
+    """A basic index: ints (negative too), slices with steps, Ellipsis, None."""
+    parts = []
+    for d in shape[: draw(st.integers(1, max(1, len(shape))))]:
+        kind = draw(st.sampled_from(["int", "neg", "slice", "step", "rev", "all", "none"]))
+        if kind == "int":
+            parts.append(str(draw(st.integers(0, d - 1))))
+        elif kind == "neg":
+            parts.append(str(draw(st.integers(-d, -1))))
+        elif kind == "slice":
+            lo = draw(st.integers(-d, d - 1))
+            hi = draw(st.one_of(st.none(), st.integers(-d, d)))
+            parts.append(f"{lo}:{'' if hi is None else hi}")
+        elif kind == "step":
+            parts.append(f"::{draw(st.integers(2, 3))}")
+        elif kind == "rev":
+            parts.append(draw(st.sampled_from(["::-1", "-1::-2", "1::-1"])))
+        elif kind == "all":
+            parts.append(":")
+        else:
+            parts.append("None")
+    if draw(st.booleans()) and len(parts) < len(shape):
+        parts.insert(draw(st.integers(0, len(parts))), "...")
+    return ", ".join(parts)
+
+
+def _einsum(draw, shapes: list[tuple[int, ...]]) -> str:
+    """Subscripts for `shapes`: equal lengths may share a letter, the output is a subset of
+    the letters in any order, or implicit."""
+    letters: dict[int, list[str]] = {}
+    pool = iter("ijklmnop")
+    terms = []
+    for shape in shapes:
+        term = ""
+        for d in shape:
+            same = [c for c in letters.get(d, []) if c not in term or draw(st.booleans())]
+            if same and draw(st.booleans()):
+                c = draw(st.sampled_from(same))
+            else:
+                c = next(pool)
+                letters.setdefault(d, []).append(c)
+            term += c
+        terms.append(term)
+    used = sorted(set("".join(terms)))
+    if draw(st.booleans()):
+        return ",".join(terms)
+    out = draw(st.permutations(used))[: draw(st.integers(0, len(used)))]
+    return ",".join(terms) + "->" + "".join(out)
+
+
+@st.composite
+def _expression(draw, env: dict) -> str:
+    names = list(env)
+    floats = [n for n in names if env[n].dtype.kind == "f"] or names
+    v = draw(st.sampled_from(floats))
+    w = draw(st.sampled_from(names))
+    sv = env[v].shape
+    kind = draw(
+        st.sampled_from(
+            [
+                "unary",
+                "unary",
+                "binary",
+                "binary",
+                "const",
+                "reduce",
+                "method",
+                "contract",
+                "einsum",
+                "reshape",
+                "transpose",
+                "index",
+                "concat",
+                "construct",
+                "cast",
+            ]
+        )
+    )
+    if kind == "unary":
+        return draw(st.sampled_from(_UNARY)).format(v)
+    if kind == "binary":
+        return draw(st.sampled_from(_BINARY)).format(v, w)
+    if kind == "const":
+        c = draw(_CONST)
+        return draw(
+            st.sampled_from(
+                [
+                    "{0} * {1}",
+                    "{1} - {0}",
+                    "{0} + {1}",
+                    "{1} / ({0} * {0} + 1.0)",
+                    "np.maximum({0}, {1})",
+                ]
+            )
+        ).format(v, c)
+    if kind == "reduce":
+        fn = draw(st.sampled_from(_REDUCE))
+        keep = ", keepdims=True" if draw(st.booleans()) else ""
+        return f"{fn}({v}, axis={_axis(draw, len(sv))}{keep})"
+    if kind == "method":
+        fn = draw(st.sampled_from(_METHOD_REDUCE))
+        if draw(st.booleans()):
+            return f"{v}.{fn}()"
+        keep = ", keepdims=True" if draw(st.booleans()) else ""
+        return f"{v}.{fn}(axis={_axis(draw, len(sv))}{keep})"
+    if kind == "contract":
+        form = draw(
+            st.sampled_from(
+                [
+                    "np.dot({0}, {1})",
+                    "{0} @ {1}",
+                    "np.matmul({0}, {1})",
+                    "np.outer({0}, {1})",
+                    "np.dot({0}, {1}.T)",
+                    "{0}.T @ {1}",
+                    "np.tensordot({0}, {1}, axes=1)",
+                    "np.vdot({0}, {1})",
+                    "np.inner({0}, {1})",
+                    "np.trace({0})",
+                    "np.kron({0}, {1})",
+                ]
+            )
+        )
+        return form.format(v, w)
+    if kind == "einsum":
+        ops = [v] if draw(st.booleans()) else [v, w]
+        sub = _einsum(draw, [env[o].shape for o in ops])
+        return f"np.einsum('{sub}', {', '.join(ops)})"
+    if kind == "reshape":
+        target = draw(st.sampled_from(_factorizations(int(np.prod(sv, dtype=int)))))
+        form = draw(
+            st.sampled_from(
+                [
+                    "{0}.reshape({1})",
+                    "np.reshape({0}, {1})",
+                    "{0}.ravel()",
+                    "{0}.flatten()",
+                    "np.squeeze({0})",
+                    "np.expand_dims({0}, {2})",
+                    "{0}[None]",
+                    "{0}[..., None]",
+                    "np.atleast_2d({0})",
+                ]
+            )
+        )
+        return form.format(v, _shape_text(target), draw(st.integers(-len(sv) - 1, len(sv))))
+    if kind == "transpose":
+        nd = len(sv)
+        form = draw(
+            st.sampled_from(
+                [
+                    "{0}.T",
+                    "np.transpose({0})",
+                    "np.transpose({0}, {1})",
+                    "{0}.transpose({1})",
+                    "np.swapaxes({0}, {2}, {3})",
+                    "np.moveaxis({0}, {2}, {3})",
+                    "np.flip({0}, {2})",
+                    "np.flip({0})",
+                ]
+            )
+        )
+        perm = tuple(draw(st.permutations(range(nd)))) if nd else ()
+        i, j = (draw(st.integers(-nd, nd - 1)) for _ in range(2)) if nd else (0, 0)
+        return form.format(v, _shape_text(perm), i, j)
+    if kind == "index":
+        if not sv:
+            return f"{v}[()]"
+        return f"{v}[{_index(draw, sv)}]"
+    if kind == "concat":
+        form = draw(
+            st.sampled_from(
+                [
+                    "np.concatenate([{0}, {1}], axis={2})",
+                    "np.concatenate(({0}, {1}))",
+                    "np.stack([{0}, {1}], axis={2})",
+                    "np.stack([{0}, {0}])",
+                    "np.hstack([{0}, {1}])",
+                    "np.vstack([{0}, {1}])",
+                    "np.concatenate([{0}, {1}], axis=None)",
+                ]
+            )
+        )
+        return form.format(v, w, draw(st.integers(-3, 2)))
+    if kind == "construct":
+        shape = tuple(draw(st.sampled_from(DIMS)) for _ in range(draw(st.integers(0, 3))))
+        n, m = draw(st.sampled_from(DIMS)), draw(st.sampled_from(DIMS))
+        if draw(st.booleans()) and sv:  # shaped like an operand: broadcasts with it
+            shape, n = sv, sv[-1]
+        made = draw(st.sampled_from(_CONSTRUCT)).format(s=_shape_text(shape), n=n, m=m, v=v)
+        op = draw(st.sampled_from(["{0} * {1}", "{0} + {1}", "{1} - {0}", "{1}"]))
+        return op.format(v, made)
+    # casts numpy allows
+    form = draw(
+        st.sampled_from(
+            [
+                "({0} > 0.2).astype(float)",
+                "{0}.astype(int)",
+                "{0}.astype(np.float64) * 2.0",
+                "({0} > {1}) * 1.0",
+                "np.float64(2.0) * {0}",
+                "({0} * 3).astype(np.int64) + 1",
+                "{0}.astype(int) * {1}",
+                "np.floor({0} * 2.0)",
+            ]
+        )
+    )
+    return form.format(v, w)
+
+
+@st.composite
+def _arguments(draw) -> list[np.ndarray]:
+    base = draw(st.lists(st.sampled_from(DIMS[1:]), min_size=3, max_size=3))
+    args = []
+    for _ in range(draw(st.integers(1, 3))):
+        nd = draw(st.integers(0, 3))
+        # trailing dims of a common base, each possibly 1: they broadcast with each other
+        shape = tuple(1 if draw(st.integers(0, 4)) == 0 else d for d in base[3 - nd :])
+        if draw(st.integers(0, 5)) == 0:  # another arbitrary shape
+            shape = tuple(draw(st.sampled_from(DIMS)) for _ in range(nd))
+        # distinct values (no ties in max, where, maximum: their derivatives are one-sided),
+        # on a grid of 1e-3 offset by 1e-4 * k for the k-th argument
+        rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+        size = int(np.prod(shape, dtype=int))
+        grid = rng.choice(np.arange(1, 2000), size=size, replace=False) * rng.choice([-1, 1], size)
+        values = np.round(grid * 1e-3 + len(args) * 1e-4, 4).reshape(shape)
+        if draw(st.integers(0, 7)) == 0:
+            values = np.asarray(np.round(values * 3), dtype=np.int64)
+        args.append(np.asarray(values))
+    return args
+
+
+@st.composite
+def array_programs(draw, max_statements: int = 6) -> ArrayProgram:
+    p = ArrayProgram(draw(_arguments()))
+    env = dict(zip(p.names, p.args, strict=True))
+    target = draw(st.integers(1, max_statements))
+    attempts = 0
+    while len(p.body) < target and attempts < 6 * max_statements:
+        attempts += 1
+        expr = draw(_expression(env))
+        value = evaluate(env, expr)
+        if value is None:
+            continue
+        name = f"t{len(p.body)}"
+        p.body.append((name, expr))
+        env[name] = value
+    last = p.body[-1][0] if p.body else p.names[0]
+    p.returns = [last]
+    if draw(st.integers(0, 3)) == 0:
+        other = draw(st.sampled_from(list(env)))
+        if other != last:
+            p.returns.append(other)
+    return p
+
+
+def values(p: ArrayProgram, namespace: dict) -> list:
+    """The program's results in `namespace` (np bound to numpy or pennylane.numpy)."""
+    ns = dict(namespace)
+    exec(compile(p.source(), "<fuzz array program>", "exec"), ns)  # noqa: S102
+    out = ns["f"](*p.args)
+    return list(out) if isinstance(out, tuple) else [out]

@@ -1,0 +1,244 @@
+"""Property test: random classical numpy array programs, compiled by cofactor, against numpy.
+
+Each example is a program drawn by `fuzz_arrays.array_programs()` (one to three array
+arguments of random small shapes, a few numpy statements over them). The compiled values
+must equal numpy's (same shape, same dtype, to 1e-10); the gradient of a scalar loss of the
+results (`cofactor.grad`, every float argument) must equal autograd's (`qml.grad` on
+pennylane.numpy; central differences where autograd cannot differentiate the program), and
+the jacobian of a small vector result (`cofactor.jacobian`) autograd's jacobian. Anything
+cofactor refuses must be a CompileError / TypeError / ValueError whose message names what
+it refuses: never a crash, a wrong number or a silent zero.
+
+`make test` runs a fixed, derandomized set of COFACTOR_FUZZ_EXAMPLES examples (default 30,
+each one to three compiles); run longer on demand, e.g.
+    COFACTOR_FUZZ_EXAMPLES=1000 COFACTOR_FUZZ_SEED=3 pytest tests/frontend/test_fuzz_arrays.py
+A failure is shrunk to a small program and printed as a runnable script.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pennylane as qml
+import pytest
+from fuzz_arrays import ArrayProgram, array_programs, values
+from hypothesis import HealthCheck, Phase, given, note, seed, settings
+
+import cofactor
+from cofactor.errors import CompileError
+
+pytestmark = [
+    pytest.mark.needs_toolchain,
+    pytest.mark.filterwarnings("ignore:Output seems independent of input"),
+]
+
+pnp = qml.numpy
+EXAMPLES = int(os.environ.get("COFACTOR_FUZZ_EXAMPLES", "30"))
+SEED = os.environ.get("COFACTOR_FUZZ_SEED")
+VALUE_RTOL = 1e-10
+GRAD_TOL = 1e-7
+FD_TOL = 1e-5
+#: refusals seen in this process (message -> count): the long runs report them
+REFUSALS: dict[str, int] = {}
+LAST_REFUSAL: list = []
+#: what the examples in this process compared (the long runs report it)
+STATS: dict[str, int] = {}
+
+
+def _count(what: str) -> None:
+    STATS[what] = STATS.get(what, 0) + 1
+
+
+def _refused(exc: Exception) -> None:
+    if os.environ.get("COFACTOR_FUZZ_LOG_REFUSALS"):
+        LAST_REFUSAL.append(exc)
+    """A refusal must be a cofactor exception with a message, not a crash inside the tracer."""
+    assert isinstance(exc, CompileError | TypeError | ValueError | NotImplementedError), repr(exc)
+    assert not isinstance(exc, AttributeError | KeyError | IndexError | AssertionError), repr(exc)
+    msg = str(exc)
+    assert len(msg) > 10, f"refusal without an explanation: {exc!r}"
+    key = msg.splitlines()[0][:160]
+    REFUSALS[key] = REFUSALS.get(key, 0) + 1
+
+
+def _compile(source: str, name: str):
+    ns = {"np": np, "cofactor": cofactor}
+    exec(compile(source, "<fuzz array program>", "exec"), ns)  # noqa: S102
+    return ns[name]
+
+
+def _assert_same(got, want, what: str, rtol: float, atol: float) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, expected {want.dtype}"
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=what)
+
+
+def _loss_source(p: ArrayProgram) -> str:
+    names = ", ".join(p.names)
+    outs = ", ".join(f"r{k}" for k in range(len(p.returns)))
+    terms = " + ".join(f"np.sum(np.sin(r{k}))" for k in range(len(p.returns)))
+    return p.source() + f"\ndef loss({names}):\n    {outs} = f({names})\n    return {terms}\n"
+
+
+def _reference_grad(p: ArrayProgram, source: str, fn: str, argnums: tuple[int, ...], jac: bool):
+    """autograd's gradient / jacobian, or None if autograd cannot differentiate it."""
+    if ".astype(int" in source or ".astype(np.int" in source:
+        return None  # autograd differentiates through a cast to int as if it were the identity
+    ns = {"np": pnp}
+    exec(compile(source, "<fuzz reference>", "exec"), ns)  # noqa: S102
+    args = [pnp.array(a, requires_grad=k in argnums) for k, a in enumerate(p.args)]
+    transform = qml.jacobian if jac else qml.grad
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            g = transform(ns[fn], argnums=list(argnums) if len(argnums) > 1 else argnums[0])(*args)
+    except Exception:  # noqa: BLE001 (autograd has no rule: use differences)
+        return None
+    g = list(g) if isinstance(g, tuple | list) and len(argnums) > 1 else [g]
+    return [np.asarray(x, dtype=float) for x in g]
+
+
+def _differences(p: ArrayProgram, source: str, fn: str, argnums: tuple[int, ...]) -> list:
+    ns = {"np": np}
+    exec(compile(source, "<fuzz fd>", "exec"), ns)  # noqa: S102
+    f, h, out = ns[fn], 1e-6, []
+    for k in argnums:
+        g = np.zeros(p.args[k].shape)
+        for i in np.ndindex(p.args[k].shape):
+            args = [a.copy() for a in p.args]
+            args[k] = args[k].astype(float)
+            args[k][i] += h
+            up = f(*args)
+            args[k][i] -= 2 * h
+            g[i] = (up - f(*args)) / (2 * h)
+        out.append(g)
+    return out
+
+
+def check(p: ArrayProgram) -> None:
+    want = values(p, {"np": np})
+    try:
+        got = cofactor.qjit(_compile(p.source(), "f"))(*p.args)
+    except Exception as exc:  # noqa: BLE001 (a refusal is checked, not a failure)
+        _refused(exc)
+        return
+    got = list(got) if isinstance(got, tuple) else [got]
+    _count("values")
+    if any(np.size(w) > 16 for w in want) or any(a.size > 16 for a in p.args):
+        _count("values with an array over 16 elements")
+    assert len(got) == len(want), f"{len(got)} results, expected {len(want)}"
+    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        _assert_same(g, w, f"result {k}", VALUE_RTOL, 1e-12)
+
+    argnums = p.float_args()
+    if not argnums or any(np.asarray(w).dtype.kind != "f" for w in want):
+        return
+    source = _loss_source(p)
+    nums = ", ".join(map(str, argnums))
+    names = ", ".join(p.names)
+    gsrc = (
+        source + f"\ndef g({names}):\n    return cofactor.grad(loss, argnums=({nums},))({names})\n"
+    )
+    check_grad(p, gsrc, "g", source, "loss", argnums, jac=False)
+
+    w = np.asarray(want[0])
+    if len(want) == 1 and w.ndim == 1 and 0 < w.size <= 8:
+        jsrc = (
+            p.source()
+            + f"\ndef j({names}):\n    return cofactor.jacobian(f, argnums=({nums},))({names})\n"
+        )
+        check_grad(p, jsrc, "j", p.source(), "f", argnums, jac=True)
+
+
+def check_grad(p, src, name, ref_src, ref_fn, argnums, jac: bool) -> None:
+    try:
+        got = cofactor.qjit(_compile(src, name))(*p.args)
+    except Exception as exc:  # noqa: BLE001
+        _refused(exc)
+        return
+    got = list(got) if isinstance(got, tuple | list) else [got]
+    want = _reference_grad(p, ref_src, ref_fn, argnums, jac)
+    tol = GRAD_TOL
+    if want is None:
+        if jac:
+            return
+        want, tol = _differences(p, ref_src, ref_fn, argnums), FD_TOL
+    what = "jacobian" if jac else "gradient"
+    _count(what + (" vs differences" if tol == FD_TOL else " vs autograd"))
+    assert len(got) == len(want), f"{what}: {len(got)} results, expected {len(want)}"
+    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        _assert_same(g, w, f"{what} wrt a{argnums[k]}", tol, tol)
+
+
+def _settings(fn):
+    fn = settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=SEED is None,
+        database=None,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.filter_too_much,
+        ],
+        print_blob=True,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+    )(fn)
+    return seed(int(SEED))(fn) if SEED is not None else fn
+
+
+@_settings
+@given(array_programs())
+def test_compiled_array_programs_match_numpy(p: ArrayProgram) -> None:
+    note(p.reproducer())
+    check(p)
+
+
+# ---------------------------------------------------------------------------------------
+# Bugs this test found (/work/wt/notes/fuzz3-findings.md), reduced; fixed.
+
+RNG = np.random.default_rng(11)
+
+
+def _same_as_numpy(fn, *args) -> None:
+    got = cofactor.qjit(fn)(*args)
+    want = fn(*args)
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    assert len(got) == len(want)
+    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        _assert_same(g, w, f"result {k}", VALUE_RTOL, 1e-12)
+
+
+@pytest.mark.parametrize("shape", [(), (4, 1, 1), (2, 3, 2)])
+def test_fixed_bug_max_min_keepdims_and_axis_tuples(shape) -> None:
+    """A1: np.amin(a, axis=None, keepdims=True) had shape (1,) (numpy: (1,) * a.ndim, () for
+    a 0-d array); A2: np.max / np.min over a tuple of axes was refused ("reduction operation
+    '<lambda> (vectorized)' is not reorderable")."""
+    a = RNG.normal(size=shape)
+    nd = len(shape)
+
+    def f(a):
+        out = [np.amin(a, axis=None, keepdims=True), np.max(a, keepdims=True), a.min()]
+        if nd:
+            out += [np.max(a, axis=tuple(range(nd))), np.min(a, axis=(-1,), keepdims=True)]
+            out += [np.max(a, axis=()), a.max(axis=(0, -1)), np.amin(a, axis=(-1, 0))]
+        return tuple(out)
+
+    _same_as_numpy(f, a)
+
+
+def test_fixed_bug_transpose_method_with_an_axes_tuple() -> None:
+    """A3: a.transpose((1, 0)) raised "'tuple' object cannot be interpreted as an integer"."""
+    for a in (RNG.normal(size=(2, 3)), RNG.normal(size=(5, 6)), RNG.normal(size=(2, 3, 4))):
+        axes = tuple(range(a.ndim))[::-1]
+        _same_as_numpy(lambda a, axes=axes: (a.transpose(axes), a.transpose(*axes)), a)
+    _same_as_numpy(lambda a: a.transpose(()), np.array(1.5))
+
+
+def test_fixed_bug_inner() -> None:
+    """A4: np.inner was refused ("numpy.inner is not supported on traced values")."""
+    a, b, c = RNG.normal(size=(2, 3)), RNG.normal(size=(4, 3)), RNG.normal(size=3)
+    _same_as_numpy(lambda a, b, c: (np.inner(a, b), np.inner(c, c), np.inner(a, 2.0)), a, b, c)
