@@ -23,6 +23,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+import pennylane as qml
 from hypothesis import strategies as st
 
 #: values above this are not kept (exp of a product, prod of many numbers)
@@ -34,16 +35,21 @@ DIMS = (1, 2, 3, 4, 5)
 @dataclass
 class ArrayProgram:
     args: list[np.ndarray]
-    body: list[tuple[str, str]] = field(default_factory=list)  # (name, expression)
+    #: (name, expression) for `name = expression`; (None, statement) for an update in place
+    body: list[tuple[str | None, str]] = field(default_factory=list)
     returns: list[str] = field(default_factory=list)
+    circuit: bool = False  # the last result is fed to a QNode: `return circuit(...)`
 
     @property
     def names(self) -> list[str]:
         return [f"a{k}" for k in range(len(self.args))]
 
     def source(self) -> str:
-        lines = [f"def f({', '.join(self.names)}):"]
-        lines += [f"    {name} = {expr}" for name, expr in self.body]
+        lines = [CIRCUIT] if self.circuit else []
+        lines.append(f"def f({', '.join(self.names)}):")
+        lines += [
+            f"    {expr}" if name is None else f"    {name} = {expr}" for name, expr in self.body
+        ]
         lines.append(f"    return {', '.join(self.returns)}")
         return "\n".join(lines) + "\n"
 
@@ -61,18 +67,37 @@ class ArrayProgram:
 
     def reproducer(self) -> str:
         return (
-            "import numpy as np\nimport cofactor\n\n"
+            "import numpy as np\nimport pennylane as qml\nimport cofactor\n\n"
             + self.source()
             + f"\nargs = ({self.arg_literals()},)\n"
             + "print(cofactor.qjit(f)(*args))\nprint(f(*args))\n"
         )
 
 
-def evaluate(env: dict, expr: str):
-    """numpy's value of `expr` in `env`, or None if numpy raises or warns."""
+#: the QNode a program's last result may be fed to (its first and last elements as angles)
+CIRCUIT = """dev = qml.device("default.qubit", wires=2)
+
+
+@qml.qnode(dev)
+def circuit(w):
+    qml.RX(w[0], wires=0)
+    qml.RY(w[-1], wires=1)
+    qml.CNOT(wires=[0, 1])
+    qml.RZ(w[0] * w[-1], wires=1)
+    qml.RX(0.3, wires=1)
+    return qml.expval(qml.PauliZ(0) @ qml.PauliY(1))
+
+"""
+
+
+def evaluate(env: dict, expr: str, statement: str | None = None):
+    """numpy's value of `expr` in `env` (after running `statement`, an update in place of an
+    array in `env`), or None if numpy raises or warns."""
     with warnings.catch_warnings(), np.errstate(all="raise"):
         warnings.simplefilter("error")
         try:
+            if statement is not None:
+                exec(statement, {"np": np}, env)  # noqa: S102
             value = eval(expr, {"np": np}, env)  # noqa: S307 (our own generated text)
         except Exception:
             return None
@@ -143,6 +168,80 @@ _BINARY = [
 ]
 _REDUCE = ["np.sum", "np.mean", "np.prod", "np.max", "np.min", "np.amax", "np.amin"]
 _METHOD_REDUCE = ["sum", "mean", "prod", "max", "min"]
+_MORE = [
+    "np.std({0}, axis={2})",
+    "np.var({0}, axis={2})",
+    "{0}.std()",
+    "{0}.var()",
+    "np.cumprod({0})",
+    "np.cumsum({0}, axis={3})",
+    "np.diff({0})",
+    "np.diff({0}, axis={3})",
+    "np.linalg.norm({0})",
+    "np.linalg.norm({0}, axis={3})",
+    "np.tril({0})",
+    "np.triu({0}, 1)",
+    "np.diag({0})",
+    "np.diagonal({0})",
+    "np.any({0} > 0.5) * {0}",
+    "np.all({0} > -1.9, axis={2}) * 1.0",
+    "np.count_nonzero({0} > 0)",
+    "np.argmax({0})",
+    "np.argmin({0}, axis={3})",
+    "{0}[np.argmax({0})] if {0}.ndim == 1 else {0}",
+    "np.average({0}, axis={2})",
+    "np.ptp({0})",
+    "np.sort({0})",
+    "np.median({0})",
+    "np.roll({0}, 1, axis={3})",
+    "np.tile({0}, 2)",
+    "np.repeat({0}, 2, axis={3})",
+    "np.flip({0}, axis={3})",
+    "np.broadcast_to({0}, {1}.shape)",
+    "{0} * np.ones_like({1})",
+    "np.dot({0}.ravel(), {0}.ravel())",
+    "np.abs({0}).sum(axis={2}, keepdims=True)",
+    "np.sum({0}, axis={2}, dtype=float)",
+    "np.mean({0} > 0)",
+    "np.logaddexp({0}, {1})",
+    "np.expm1({0})",
+    "np.log1p(np.abs({0}))",
+    "np.reciprocal({0} * {0} + 1.0)",
+    "np.cbrt({0})",
+    "np.heaviside({0}, 0.5)",
+    "np.fmax({0}, {1})",
+    "np.nan_to_num({0})",
+    "np.round({0}, 2)",
+    "np.true_divide({0}, 2)",
+    "np.floor_divide({0}, 0.7)",
+    "np.mod({0}, 0.7)",
+    "{0} % 0.7",
+    "{0} // 0.3",
+    "np.isclose({0}, {1}) * 1.0",
+    "np.sign({0})",
+    "np.trace({0}) * {1}",
+    "np.cos({0}).T @ np.sin({0})",
+    "np.einsum('...i,...i->...', {0}, {0})",
+    "np.tensordot({0}, {1}, axes=0)",
+    "np.squeeze({0}, axis={3})",
+    "{0}.reshape(-1)[::2]",
+    "{0}.ravel()[[0, -1]]",
+    "{0}[{0} > 0]",
+    "np.append({0}, 1.0)",
+    "np.column_stack([{0}, {1}])",
+    "np.atleast_1d({0})",
+    "{0}.sum(0)",
+    "{0}.prod(-1)",
+    "{0}.mean(axis=(0,))",
+    "{0}.cumsum()",
+    "{0}.clip(-0.5, 0.5)",
+    "{0}.round(1)",
+    "{0}.dot({1})",
+    "{0}.flatten()[0]",
+    "{0}.item(0)",
+    "{0}.any() * 2.0",
+    "{0}.argmax()",
+]
 _CONSTRUCT = [
     "np.zeros({s})",
     "np.ones({s})",
@@ -200,6 +299,8 @@ def _index(draw, shape: tuple[int, ...]) -> str:
     parts = []
     for d in shape[: draw(st.integers(1, max(1, len(shape))))]:
         kind = draw(st.sampled_from(["int", "neg", "slice", "step", "rev", "all", "none"]))
+        if d == 0:  # an empty dimension (from an empty slice)
+            kind = "all"
         if kind == "int":
             parts.append(str(draw(st.integers(0, d - 1))))
         elif kind == "neg":
@@ -270,6 +371,8 @@ def _expression(draw, env: dict) -> str:
                 "concat",
                 "construct",
                 "cast",
+                "more",
+                "more",
             ]
         )
     )
@@ -387,6 +490,11 @@ def _expression(draw, env: dict) -> str:
         made = draw(st.sampled_from(_CONSTRUCT)).format(s=_shape_text(shape), n=n, m=m, v=v)
         op = draw(st.sampled_from(["{0} * {1}", "{0} + {1}", "{1} - {0}", "{1}"]))
         return op.format(v, made)
+    if kind == "more":  # further functions users write; refusals are breadth bugs
+        form = draw(st.sampled_from(_MORE))
+        return form.format(
+            v, w, _axis(draw, len(sv)), draw(st.integers(-len(sv), max(len(sv) - 1, 0)))
+        )
     # casts numpy allows
     form = draw(
         st.sampled_from(
@@ -407,14 +515,16 @@ def _expression(draw, env: dict) -> str:
 
 @st.composite
 def _arguments(draw) -> list[np.ndarray]:
-    base = draw(st.lists(st.sampled_from(DIMS[1:]), min_size=3, max_size=3))
+    base = draw(st.lists(st.sampled_from((2, 3, 4, 5, 6)), min_size=3, max_size=3))
     args = []
     for _ in range(draw(st.integers(1, 3))):
-        nd = draw(st.integers(0, 3))
+        nd = draw(st.sampled_from([0, 1, 2, 2, 3, 3]))
         # trailing dims of a common base, each possibly 1: they broadcast with each other
         shape = tuple(1 if draw(st.integers(0, 4)) == 0 else d for d in base[3 - nd :])
         if draw(st.integers(0, 5)) == 0:  # another arbitrary shape
             shape = tuple(draw(st.sampled_from(DIMS)) for _ in range(nd))
+        if nd == 1 and draw(st.integers(0, 3)) == 0:  # a long vector (in memory: loops)
+            shape = (draw(st.sampled_from([17, 24])),)
         # distinct values (no ties in max, where, maximum: their derivatives are one-sided),
         # on a grid of 1e-3 offset by 1e-4 * k for the k-th argument
         rng = np.random.default_rng(draw(st.integers(0, 2**16)))
@@ -428,23 +538,57 @@ def _arguments(draw) -> list[np.ndarray]:
 
 
 @st.composite
+def _update(draw, env: dict, name: str) -> tuple[str, str] | None:
+    """An update in place of a copy of an array: `name[index] = / += / *= value`, or
+    `name += value` (numpy's broadcasting and casting rules for writes)."""
+    arrays = [n for n in env if env[n].dtype.kind == "f" and env[n].ndim]
+    if not arrays:
+        return None
+    v = draw(st.sampled_from(arrays))
+    w = draw(st.sampled_from(list(env)))
+    value = draw(st.sampled_from([w, f"np.sin({w})", f"{w}.sum()", "0.5", "-2"]))
+    op = draw(st.sampled_from(["=", "+=", "*=", "-="]))
+    if draw(st.integers(0, 3)) == 0:
+        target = name if op != "=" else f"{name}[...]"  # `name = value` would rebind name
+    else:
+        target = f"{name}[{_index(draw, env[v].shape)}]"
+    return v, f"{target} {op} {value}"
+
+
+@st.composite
 def array_programs(draw, max_statements: int = 6) -> ArrayProgram:
     p = ArrayProgram(draw(_arguments()))
     env = dict(zip(p.names, p.args, strict=True))
     target = draw(st.integers(1, max_statements))
-    attempts = 0
-    while len(p.body) < target and attempts < 6 * max_statements:
+    attempts, count = 0, 0
+    while count < target and attempts < 6 * max_statements:
         attempts += 1
-        expr = draw(_expression(env))
-        value = evaluate(env, expr)
-        if value is None:
-            continue
-        name = f"t{len(p.body)}"
-        p.body.append((name, expr))
+        name = f"t{len(env) - len(p.args)}"
+        if draw(st.integers(0, 9)) == 0:
+            update = draw(_update(env, name))
+            if update is None:
+                continue
+            source, statement = update
+            scope = {**env, name: env[source].copy()}
+            value = evaluate(scope, name, statement)
+            if value is None:
+                continue
+            p.body += [(name, f"{source}.copy()"), (None, statement)]
+        else:
+            expr = draw(_expression(env))
+            value = evaluate(env, expr)
+            if value is None:
+                continue
+            p.body.append((name, expr))
         env[name] = value
+        count += 1
     last = p.body[-1][0] if p.body else p.names[0]
+    last = last or p.body[-2][0]
     p.returns = [last]
-    if draw(st.integers(0, 3)) == 0:
+    if env[last].dtype.kind == "f" and env[last].size and draw(st.integers(0, 5)) == 0:
+        p.circuit = True
+        p.returns = [f"circuit({last}.ravel())"]
+    elif draw(st.integers(0, 3)) == 0:
         other = draw(st.sampled_from(list(env)))
         if other != last:
             p.returns.append(other)
@@ -453,7 +597,7 @@ def array_programs(draw, max_statements: int = 6) -> ArrayProgram:
 
 def values(p: ArrayProgram, namespace: dict) -> list:
     """The program's results in `namespace` (np bound to numpy or pennylane.numpy)."""
-    ns = dict(namespace)
+    ns = {"qml": qml, **namespace}
     exec(compile(p.source(), "<fuzz array program>", "exec"), ns)  # noqa: S102
     out = ns["f"](*p.args)
     return list(out) if isinstance(out, tuple) else [out]
