@@ -101,8 +101,8 @@ def evaluate(env: dict, expr: str, statement: str | None = None):
             value = eval(expr, {"np": np}, env)  # noqa: S307 (our own generated text)
         except Exception:
             return None
-    if isinstance(value, tuple | list):
-        return None
+    if not isinstance(value, np.ndarray | np.generic):
+        return None  # a tuple, or a Python number (`x.item()`: a traced value is an array)
     value = np.asarray(value)
     if value.dtype.kind not in "biuf" or value.ndim > 4 or value.size > 400:
         return None
@@ -238,7 +238,8 @@ _MORE = [
     "{0}.round(1)",
     "{0}.dot({1})",
     "{0}.flatten()[0]",
-    "{0}.item(0)",
+    "{0}.item(0) * {1}",
+    "{0}.item(-1) + 1.0",
     "{0}.any() * 2.0",
     "{0}.argmax()",
 ]

@@ -245,3 +245,27 @@ def test_fixed_bug_inner() -> None:
     """A4: np.inner was refused ("numpy.inner is not supported on traced values")."""
     a, b, c = RNG.normal(size=(2, 3)), RNG.normal(size=(4, 3)), RNG.normal(size=3)
     _same_as_numpy(lambda a, b, c: (np.inner(a, b), np.inner(c, c), np.inner(a, 2.0)), a, b, c)
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (6, 5)])
+def test_fixed_bug_item_ptp_append_column_stack(shape) -> None:
+    """A5: x.item(k) raised "Tracer.item() takes 1 positional argument"; np.ptp, np.append
+    and np.column_stack were refused."""
+    a = RNG.normal(size=shape)
+    c = np.arange(shape[0]) * 0.5
+
+    def f(a, c):
+        return (
+            np.ptp(a),
+            np.ptp(a, axis=0),
+            np.append(a, 1.0),
+            np.append(a, a[:1], axis=0),
+            np.column_stack([c, c]),
+            np.column_stack([a, c]),
+            a.item(0) * a,
+            a.item(-1),
+            a.item(1, 2),
+            a.item((0, 1)),
+        )
+
+    _same_as_numpy(f, a, c)

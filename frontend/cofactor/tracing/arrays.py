@@ -1,5 +1,6 @@
 """Array-level numpy functions on tracers that build on the core rules: statistics (`var`,
-`std`), running products and differences, triangles, and the `*_like` constructors.
+`std`, `ptp`), running products and differences, triangles, `append`, `column_stack`,
+and the `*_like` constructors.
 
 Importing this module registers its rules in `numpy_rules.FUNCTION_RULES`.
 """
@@ -68,6 +69,22 @@ def _triangle(np_fn: Any):
     return rule
 
 
+def _ptp(a: Any, axis: Any = None, keepdims: bool = False, **kw: Any) -> Tracer:
+    return np.max(a, axis=axis, keepdims=keepdims) - np.min(a, axis=axis, keepdims=keepdims)
+
+
+def _append(arr: Any, values: Any, axis: Any = None) -> Tracer:
+    if axis is None:  # numpy: both flattened
+        return np.concatenate([np.ravel(arr), np.ravel(values)])
+    return np.concatenate([arr, values], axis=axis)
+
+
+def _column_stack(tup: Any) -> Tracer:
+    # numpy: 1-d arrays become columns, the others are stacked as they are
+    cols = [np.reshape(c, (-1, 1)) if np.ndim(c) < 2 else c for c in tup]
+    return np.concatenate(cols, axis=1)
+
+
 def _full_like(a: Any, fill_value: Any, dtype: Any = None, **kw: Any) -> Any:
     t = as_tracer(a)
     d = normalize_dtype(dtype) if dtype is not None else t.dtype
@@ -93,6 +110,9 @@ FUNCTION_RULES.update(
         np.triu: _triangle(np.triu),
         np.tril: _triangle(np.tril),
         np.full_like: _full_like,
+        np.ptp: _ptp,
+        np.append: _append,
+        np.column_stack: _column_stack,
         np.empty_like: _empty_like,
     }
 )

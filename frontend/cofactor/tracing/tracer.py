@@ -307,7 +307,10 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
     def squeeze(self, axis: Any = None) -> Tracer:
         return np.squeeze(self, axis=axis)
 
-    def item(self) -> Tracer:
+    def item(self, *args: Any) -> Tracer:
+        if args:  # numpy: item(k) is the k-th element in row-major order, item(i, j) x[i, j]
+            index = args[0] if len(args) == 1 else args
+            return np.reshape(self, (-1,))[index] if isinstance(index, int) else self[index]
         if self.size != 1:
             raise CompileError("item() of a traced array with more than one element")
         return np.reshape(self, ())
