@@ -39,6 +39,7 @@ class ArrayProgram:
     body: list[tuple[str | None, str]] = field(default_factory=list)
     returns: list[str] = field(default_factory=list)
     circuit: bool = False  # the last result is fed to a QNode: `return circuit(...)`
+    value_and_grad: bool = False  # the gradient check uses cofactor.value_and_grad
 
     @property
     def names(self) -> list[str]:
@@ -558,7 +559,7 @@ def _update(draw, env: dict, name: str) -> tuple[str, str] | None:
 
 @st.composite
 def array_programs(draw, max_statements: int = 6) -> ArrayProgram:
-    p = ArrayProgram(draw(_arguments()))
+    p = ArrayProgram(draw(_arguments()), value_and_grad=draw(st.booleans()))
     env = dict(zip(p.names, p.args, strict=True))
     target = draw(st.integers(1, max_statements))
     attempts, count = 0, 0

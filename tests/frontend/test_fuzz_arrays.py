@@ -2,14 +2,15 @@
 
 Each example is a program drawn by `fuzz_arrays.array_programs()` (one to three array
 arguments of random small shapes, a few numpy statements over them). The compiled values
-must equal numpy's (same shape, same dtype, to 1e-10); the gradient of a scalar loss of the
-results (`cofactor.grad`, every float argument) must equal autograd's (`qml.grad` on
-pennylane.numpy; central differences where autograd cannot differentiate the program), and
-the jacobian of a small vector result (`cofactor.jacobian`) autograd's jacobian. Anything
-cofactor refuses must be a CompileError / TypeError / ValueError whose message names what
-it refuses: never a crash, a wrong number or a silent zero.
+must equal numpy's (same shape, same dtype, to 1e-10); the gradient of a scalar loss of
+the results (`cofactor.grad` or `value_and_grad`, every float argument) must equal
+autograd's (`qml.grad` on pennylane.numpy; central differences where autograd cannot
+differentiate the program), and the jacobian of a small vector result
+(`cofactor.jacobian`) autograd's jacobian. Anything cofactor refuses must be a
+CompileError / TypeError / ValueError whose message names what it refuses: never a crash,
+a wrong number or a silent zero.
 
-`make test` runs a fixed, derandomized set of COFACTOR_FUZZ_EXAMPLES examples (default 30,
+`make test` runs a fixed, derandomized set of COFACTOR_FUZZ_EXAMPLES examples (default 50,
 each one to three compiles); run longer on demand, e.g.
     COFACTOR_FUZZ_EXAMPLES=1000 COFACTOR_FUZZ_SEED=3 pytest tests/frontend/test_fuzz_arrays.py
 A failure is shrunk to a small program and printed as a runnable script.
@@ -35,7 +36,7 @@ pytestmark = [
 ]
 
 pnp = qml.numpy
-EXAMPLES = int(os.environ.get("COFACTOR_FUZZ_EXAMPLES", "30"))
+EXAMPLES = int(os.environ.get("COFACTOR_FUZZ_EXAMPLES", "50"))
 SEED = os.environ.get("COFACTOR_FUZZ_SEED")
 VALUE_RTOL = 1e-10
 GRAD_TOL = 1e-7
@@ -144,10 +145,9 @@ def check(p: ArrayProgram) -> None:
     source = _loss_source(p)
     nums = ", ".join(map(str, argnums))
     names = ", ".join(p.names)
-    gsrc = (
-        source + f"\ndef g({names}):\n    return cofactor.grad(loss, argnums=({nums},))({names})\n"
-    )
-    check_grad(p, gsrc, "g", source, "loss", argnums, jac=False)
+    transform = "value_and_grad" if p.value_and_grad else "grad"
+    call = f"cofactor.{transform}(loss, argnums=({nums},))({names})"
+    check_grad(p, source + f"\ndef g({names}):\n    return {call}\n", "g", source, "loss", argnums)
 
     w = np.asarray(want[0])
     if len(want) == 1 and w.ndim == 1 and 0 < w.size <= 8:
@@ -158,12 +158,17 @@ def check(p: ArrayProgram) -> None:
         check_grad(p, jsrc, "j", p.source(), "f", argnums, jac=True)
 
 
-def check_grad(p, src, name, ref_src, ref_fn, argnums, jac: bool) -> None:
+def check_grad(p, src, name, ref_src, ref_fn, argnums, jac: bool = False) -> None:
     try:
         got = cofactor.qjit(_compile(src, name))(*p.args)
     except Exception as exc:  # noqa: BLE001
         _refused(exc)
         return
+    if p.value_and_grad and not jac:
+        value, got = got
+        ns = {"np": np, "qml": qml}
+        exec(compile(ref_src, "<fuzz loss>", "exec"), ns)  # noqa: S102
+        _assert_same(value, ns[ref_fn](*p.args), "value_and_grad value", VALUE_RTOL, 1e-12)
     got = list(got) if isinstance(got, tuple | list) else [got]
     want = _reference_grad(p, ref_src, ref_fn, argnums, jac)
     tol = GRAD_TOL
