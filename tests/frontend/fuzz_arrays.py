@@ -516,16 +516,21 @@ def _expression(draw, env: dict) -> str:
 
 
 @st.composite
-def _arguments(draw) -> list[np.ndarray]:
-    base = draw(st.lists(st.sampled_from((2, 3, 4, 5, 6)), min_size=3, max_size=3))
+def _arguments(draw, large: bool = False) -> list[np.ndarray]:
+    """`large`: mostly arrays over 16 elements (in memory: cofactor's loop nests)."""
+    base = draw(
+        st.lists(
+            st.sampled_from((3, 4, 5, 6) if large else (2, 3, 4, 5, 6)), min_size=3, max_size=3
+        )
+    )
     args = []
     for _ in range(draw(st.integers(1, 3))):
-        nd = draw(st.sampled_from([0, 1, 2, 2, 3, 3]))
+        nd = draw(st.sampled_from([1, 2, 3, 3] if large else [0, 1, 2, 2, 3, 3]))
         # trailing dims of a common base, each possibly 1: they broadcast with each other
         shape = tuple(1 if draw(st.integers(0, 4)) == 0 else d for d in base[3 - nd :])
         if draw(st.integers(0, 5)) == 0:  # another arbitrary shape
             shape = tuple(draw(st.sampled_from(DIMS)) for _ in range(nd))
-        if nd == 1 and draw(st.integers(0, 3)) == 0:  # a long vector (in memory: loops)
+        if nd == 1 and (large or draw(st.integers(0, 3)) == 0):  # a long vector (in memory: loops)
             shape = (draw(st.sampled_from([17, 24])),)
         # distinct values (no ties in max, where, maximum: their derivatives are one-sided),
         # on a grid of 1e-3 offset by 1e-4 * k for the k-th argument
@@ -558,8 +563,8 @@ def _update(draw, env: dict, name: str) -> tuple[str, str] | None:
 
 
 @st.composite
-def array_programs(draw, max_statements: int = 6) -> ArrayProgram:
-    p = ArrayProgram(draw(_arguments()), value_and_grad=draw(st.booleans()))
+def array_programs(draw, max_statements: int = 6, large: bool = False) -> ArrayProgram:
+    p = ArrayProgram(draw(_arguments(large)), value_and_grad=draw(st.booleans()))
     env = dict(zip(p.names, p.args, strict=True))
     target = draw(st.integers(1, max_statements))
     attempts, count = 0, 0

@@ -253,9 +253,9 @@ def test_fixed_bug_inner() -> None:
 
 
 @pytest.mark.parametrize("shape", [(2, 3), (6, 5)])
-def test_fixed_bug_item_ptp_append_column_stack(shape) -> None:
-    """A5: x.item(k) raised "Tracer.item() takes 1 positional argument"; np.ptp, np.append
-    and np.column_stack were refused."""
+def test_fixed_bug_item_ptp_append_column_stack_average(shape) -> None:
+    """A5: x.item(k) raised "Tracer.item() takes 1 positional argument"; np.ptp, np.append,
+    np.column_stack and np.average were refused."""
     a = RNG.normal(size=shape)
     c = np.arange(shape[0]) * 0.5
 
@@ -271,6 +271,11 @@ def test_fixed_bug_item_ptp_append_column_stack(shape) -> None:
             a.item(-1),
             a.item(1, 2),
             a.item((0, 1)),
+            np.average(a),
+            np.average(a, axis=(0, 1), keepdims=True),
+            np.average(a, axis=0, weights=c + 1.0),
+            np.average(a, weights=a * a),
+            np.average(a, axis=-1, returned=True)[1],
         )
 
     _same_as_numpy(f, a, c)

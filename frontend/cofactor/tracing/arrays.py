@@ -1,5 +1,5 @@
 """Array-level numpy functions on tracers that build on the core rules: statistics (`var`,
-`std`, `ptp`), running products and differences, triangles, `append`, `column_stack`,
+`std`, `ptp`, `average`), running products and differences, triangles, `append`, `column_stack`,
 and the `*_like` constructors.
 
 Importing this module registers its rules in `numpy_rules.FUNCTION_RULES`.
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from cofactor.errors import CompileError
+from cofactor.errors import CompileError, CompileValueError
 from cofactor.tracing.numpy_rules import (
     FUNCTION_RULES,
     REFUSED_FUNCTIONS,
@@ -73,6 +73,29 @@ def _ptp(a: Any, axis: Any = None, keepdims: bool = False, **kw: Any) -> Tracer:
     return np.max(a, axis=axis, keepdims=keepdims) - np.min(a, axis=axis, keepdims=keepdims)
 
 
+def _average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *,
+             keepdims: bool = False) -> Any:  # fmt: skip
+    t = as_tracer(a)
+    if weights is None:
+        avg = np.mean(t, axis=axis, keepdims=keepdims)
+        total = np.full(np.shape(avg), float(t.size // max(np.size(avg), 1)))
+    else:
+        w = weights
+        if np.shape(w) != t.shape:  # numpy: 1-d weights along the one axis given
+            if axis is None or np.ndim(w) != 1 or np.ndim(axis) != 0:
+                raise CompileValueError(
+                    "numpy.average: weights of another shape than the array need one int axis "
+                    "and a 1-d weights array along it"
+                )
+            shape = [1] * t.ndim
+            shape[axis] = -1
+            w = np.reshape(w, shape)
+        w = np.broadcast_to(w, t.shape)
+        total = np.sum(w, axis=axis, keepdims=keepdims)
+        avg = np.sum(t * w, axis=axis, keepdims=keepdims) / total
+    return (avg, total) if returned else avg
+
+
 def _append(arr: Any, values: Any, axis: Any = None) -> Tracer:
     if axis is None:  # numpy: both flattened
         return np.concatenate([np.ravel(arr), np.ravel(values)])
@@ -111,6 +134,7 @@ FUNCTION_RULES.update(
         np.tril: _triangle(np.tril),
         np.full_like: _full_like,
         np.ptp: _ptp,
+        np.average: _average,
         np.append: _append,
         np.column_stack: _column_stack,
         np.empty_like: _empty_like,
