@@ -279,3 +279,34 @@ def test_fixed_bug_item_ptp_append_column_stack_average(shape) -> None:
         )
 
     _same_as_numpy(f, a, c)
+
+
+@pytest.mark.parametrize("shape", [(3, 2), (6, 5)])
+def test_fixed_bug_sort_and_median(shape) -> None:
+    """A6: np.sort and np.median were refused (they are a network of minimum/maximum pairs:
+    values and gradients as numpy's, also for integers and along any axis)."""
+    a = RNG.normal(size=shape)
+    n = RNG.integers(-5, 5, size=shape)
+
+    def f(a, n):
+        return (
+            np.sort(a),
+            np.sort(a, axis=0),
+            np.sort(a, axis=None),
+            np.sort(n),
+            np.median(a),
+            np.median(a, axis=0),
+            np.median(a, axis=-1, keepdims=True),
+            np.median(n, axis=(0, 1)),
+        )
+
+    _same_as_numpy(f, a, n)
+
+    def loss(a):
+        weights = np.arange(a.size).reshape(a.shape)
+        return np.sum(np.sin(np.sort(a, axis=0)) * weights) + np.median(a) ** 2
+
+    got = cofactor.qjit(cofactor.grad(loss))(a)
+    steps = np.eye(a.size).reshape(a.shape + a.shape) * 1e-6
+    want = [(loss(a + h) - loss(a - h)) / 2e-6 for h in steps.reshape(-1, *a.shape)]
+    np.testing.assert_allclose(got, np.reshape(want, a.shape), rtol=FD_TOL, atol=FD_TOL)
