@@ -310,3 +310,35 @@ def test_fixed_bug_sort_and_median(shape) -> None:
     steps = np.eye(a.size).reshape(a.shape + a.shape) * 1e-6
     want = [(loss(a + h) - loss(a - h)) / 2e-6 for h in steps.reshape(-1, *a.shape)]
     np.testing.assert_allclose(got, np.reshape(want, a.shape), rtol=FD_TOL, atol=FD_TOL)
+
+
+_EXTRAS = [
+    lambda x, v, m: np.split(v, 2)[1] + np.array_split(v, 3)[2].sum(),
+    lambda x, v, m: (np.hsplit(x, 2)[0], np.vsplit(m, [1])[1], np.dstack([x, x])),
+    lambda x, v, m: (np.block([[m, m], [m, m]]), np.block([v, v]), np.block([[x], [x]])),
+    lambda x, v, m: (np.rot90(m), np.rot90(x, 2), np.fliplr(x), np.flipud(x)),
+    lambda x, v, m: np.meshgrid(v, v[:3]) + np.meshgrid(v[:2], v[:3], indexing="ij"),
+    lambda x, v, m: (np.select([x > 0, x < -1], [x, -x], 0.5), np.broadcast_arrays(x, v)[1]),
+    lambda x, v, m: (np.cross(v[:3], v[1:]), np.cross(x[:, :3], v[:3])),
+    lambda x, v, m: (np.polyval(v, 0.5), np.polyval(v[:3], x), np.polyval([1.0, 2.0], v)),
+    lambda x, v, m: (np.ediff1d(x), np.ediff1d(v, to_begin=0.0, to_end=[1.0, 2.0])),
+    lambda x, v, m: (np.cov(x), np.cov(x, rowvar=False), np.cov(v), np.cov(v, v * v)),
+    lambda x, v, m: (np.corrcoef(x), np.corrcoef(v), np.cov(x, bias=True)),
+    lambda x, v, m: (np.linalg.matrix_power(m, 3), np.linalg.matrix_power(m, 0)),
+    lambda x, v, m: (np.linalg.multi_dot([v[:3], m, m]), np.linalg.trace(m)),
+]
+
+
+@pytest.mark.parametrize("k", range(len(_EXTRAS)))
+@pytest.mark.parametrize("large", [False, True])
+def test_fixed_bug_more_numpy_functions(k: int, large: bool) -> None:
+    """A7: split/array_split/hsplit/vsplit, dstack, block, rot90, fliplr/flipud, meshgrid,
+    broadcast_arrays, select, cross, polyval, ediff1d, cov, corrcoef, linalg.matrix_power,
+    multi_dot and trace were refused; values as numpy's, for small arrays (elements) and
+    large ones (in memory)."""
+    x = RNG.normal(size=(6, 4) if large else (3, 4))
+    v = RNG.normal(size=4)
+    m = RNG.normal(size=(5, 5) if large else (3, 3))
+    if k == len(_EXTRAS) - 1:
+        m = m[:3, :3]
+    _same_as_numpy(_EXTRAS[k], x, v, m)
