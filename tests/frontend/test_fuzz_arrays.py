@@ -342,3 +342,21 @@ def test_fixed_bug_more_numpy_functions(k: int, large: bool) -> None:
     if k == len(_EXTRAS) - 1:
         m = m[:3, :3]
     _same_as_numpy(_EXTRAS[k], x, v, m)
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (2, 3, 4)])
+def test_fixed_bug_argmax_argmin_with_an_axis(shape) -> None:
+    """A8: argmax/argmin with an axis (or keepdims) were refused; ties: the first wins."""
+    a = RNG.normal(size=shape)
+
+    def f(a):
+        return (
+            np.argmax(a, axis=1),
+            np.argmin(a, axis=-1, keepdims=True),
+            a.argmax(axis=0),
+            np.argmax(a, keepdims=True),
+            np.argmax(np.round(a), axis=0),
+            np.argmin(a > 0, axis=-1),
+        )
+
+    _same_as_numpy(f, a)

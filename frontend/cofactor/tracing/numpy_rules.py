@@ -272,18 +272,27 @@ def _reduce_axes(fn: np.ufunc, elems: np.ndarray, axis: Any, keepdims: bool) -> 
 
 
 def _argext(pred: np.ufunc):
-    """argmax/argmin over the flattened array (first occurrence wins, as in numpy)."""
+    """argmax/argmin, flattened or along an axis (first occurrence wins, as in numpy)."""
 
-    def rule(a, axis=None, **kw):
-        if axis is not None:
-            raise CompileError("numpy.argmax/argmin with an axis is not supported")
-        flat = as_tracer(a).elems.reshape(-1)
-        best, idx = flat[0], const_scalar(0, INT)
-        for i in range(1, flat.shape[0]):
-            better = scalar_ufunc(pred, flat[i], best)
-            best = _select(better, flat[i], best)
-            idx = _select(better, const_scalar(i, INT), idx)
-        return as_tracer(idx)
+    def rule(a, axis=None, out=None, *, keepdims=False):
+        t = as_tracer(a)
+        elems = t.elems.reshape(-1) if axis is None else np.moveaxis(t.elems, axis, -1)
+        if elems.shape[-1] == 0:
+            raise CompileValueError("numpy.argmax/argmin of an empty sequence")
+        better_than = np.frompyfunc(lambda x, y: scalar_ufunc(pred, x, y), 2, 1)
+        select = np.frompyfunc(_select, 3, 1)
+        best = elems[..., 0]
+        idx = np.full(best.shape, const_scalar(0, INT), dtype=object)
+        for i in range(1, elems.shape[-1]):
+            better = better_than(elems[..., i], best)
+            best = select(better, elems[..., i], best)
+            idx = select(better, const_scalar(i, INT), idx)
+        result = as_tracer(idx)
+        if keepdims:
+            return (
+                np.reshape(result, (1,) * t.ndim) if axis is None else np.expand_dims(result, axis)
+            )
+        return result
 
     return rule
 
