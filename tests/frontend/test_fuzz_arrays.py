@@ -360,3 +360,23 @@ def test_fixed_bug_argmax_argmin_with_an_axis(shape) -> None:
         )
 
     _same_as_numpy(f, a)
+
+
+def test_writing_traced_values_into_a_numpy_array_is_refused_clearly() -> None:
+    """A9 (open: numpy's ndarray.__setitem__ cannot be intercepted): y = np.zeros(n);
+    y[:2] = x[:2] is refused with a CompileError that says how to write it."""
+
+    def f(x):
+        y = np.zeros(3)
+        y[:2] = x[:2]
+        return y
+
+    with pytest.raises(CompileError, match="start y from a traced array"):
+        cofactor.qjit(f)(np.arange(3.0))
+
+    def g(x):  # the spelling the message suggests
+        y = 0.0 * x
+        y[:2] = x[:2]
+        return y
+
+    _same_as_numpy(g, np.arange(1.0, 4.0))

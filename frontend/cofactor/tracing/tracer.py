@@ -157,7 +157,10 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
             raise CompileError(
                 f"numpy.asarray/array(traced value, dtype={np.dtype(dtype)}) would need the "
                 "values, which are only known when the compiled program runs; use "
-                "x.astype(dtype) or qml.math.asarray(x, dtype=dtype), which keep the tracer"
+                "x.astype(dtype) or qml.math.asarray(x, dtype=dtype), which keep the tracer. "
+                "Writing a traced value into a numpy array (y = np.zeros(n); y[i:j] = x) "
+                "lands here too: start y from a traced array (y = 0.0 * x, y = x.copy()) or "
+                "build it with np.concatenate/np.stack/np.where"
             )
         return self.elems
 
