@@ -40,6 +40,7 @@ class ArrayProgram:
     returns: list[str] = field(default_factory=list)
     circuit: bool = False  # the last result is fed to a QNode: `return circuit(...)`
     value_and_grad: bool = False  # the gradient check uses cofactor.value_and_grad
+    rejected: bool = False  # numpy raises on the last statement: so must the compiled one
 
     @property
     def names(self) -> list[str]:
@@ -89,6 +90,20 @@ def circuit(w):
     return qml.expval(qml.PauliZ(0) @ qml.PauliY(1))
 
 """
+
+
+def numpy_rejects(env: dict, expr: str) -> bool:
+    """Whether numpy raises an error (a bad axis, shapes that do not broadcast, an index out
+    of range, ...) on `expr`, warnings aside."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            eval(expr, {"np": np}, dict(env))  # noqa: S307
+        except (ValueError, TypeError, IndexError):
+            return True
+        except Exception:  # noqa: BLE001 (another kind of failure: not drawn)
+            return False
+    return False
 
 
 def evaluate(env: dict, expr: str, statement: str | None = None):
@@ -601,6 +616,11 @@ def array_programs(draw, max_statements: int = 6, large: bool = False) -> ArrayP
             expr = draw(_expression(env))
             value = evaluate(env, expr)
             if value is None:
+                if numpy_rejects(env, expr) and draw(st.integers(0, 3)) == 0:
+                    # numpy raises here: the compiled program must raise too
+                    p.body.append((name, expr))
+                    p.returns, p.rejected = [name], True
+                    return p
                 continue
             p.body.append((name, expr))
         env[name] = value

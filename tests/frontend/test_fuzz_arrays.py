@@ -116,7 +116,7 @@ def _differences(p: ArrayProgram, source: str, fn: str, argnums: tuple[int, ...]
         for i in np.ndindex(p.args[k].shape):
             args = [a.copy() for a in p.args]
             args[k][i] += h
-            up = np.asarray(f(*args))
+            up = np.array(f(*args), dtype=float)  # a copy: f may return a view of args[k]
             args[k][i] -= 2 * h
             columns.append((up - np.asarray(f(*args))) / (2 * h))
         shape = np.shape(columns[0]) + p.args[k].shape if columns else p.args[k].shape
@@ -125,6 +125,9 @@ def _differences(p: ArrayProgram, source: str, fn: str, argnums: tuple[int, ...]
 
 
 def check(p: ArrayProgram) -> None:
+    if p.rejected:
+        check_rejected(p)
+        return
     want = values(p, {"np": np})
     try:
         got = cofactor.qjit(_compile(p.source(), "f"))(*p.args)
@@ -156,6 +159,19 @@ def check(p: ArrayProgram) -> None:
             + f"\ndef j({names}):\n    return cofactor.jacobian(f, argnums=({nums},))({names})\n"
         )
         check_grad(p, jsrc, "j", p.source(), "f", argnums, jac=True)
+
+
+def check_rejected(p: ArrayProgram) -> None:
+    """numpy raises on the program's last statement: cofactor must raise, not return values."""
+    with pytest.raises(Exception) as numpy_error:  # noqa: PT011 (numpy's own error)
+        values(p, {"np": np})
+    try:
+        got = cofactor.qjit(_compile(p.source(), "f"))(*p.args)
+    except (CompileError, ValueError, TypeError, IndexError) as exc:
+        _count("rejected like numpy")
+        assert not isinstance(exc, AttributeError | KeyError | AssertionError), repr(exc)
+        return
+    raise AssertionError(f"numpy raises {numpy_error.value!r}; cofactor returned {got!r}")
 
 
 def check_grad(p, src, name, ref_src, ref_fn, argnums, jac: bool = False) -> None:
@@ -360,6 +376,17 @@ def test_fixed_bug_argmax_argmin_with_an_axis(shape) -> None:
         )
 
     _same_as_numpy(f, a)
+    # a 0-d array is its own row (numpy: index 0 for axis None, 0 or -1)
+    _same_as_numpy(lambda s: (np.argmin(s, axis=0), np.argmax(s, axis=-1, keepdims=True)), a[0, 0])
+
+
+def test_fixed_bug_median_axis_out_of_range_is_refused() -> None:
+    """A10: np.median(a, axis=2) of a 2-d array returned numbers (numpy: AxisError), from
+    the first version of the median rule; max over a repeated axis is refused like numpy."""
+    a = RNG.normal(size=(2, 3))
+    for fn in (lambda a: np.median(a, axis=2), lambda a: np.max(a, axis=(0, 0))):
+        with pytest.raises(ValueError, match="axis"):
+            cofactor.qjit(fn)(a)
 
 
 def test_writing_traced_values_into_a_numpy_array_is_refused_clearly() -> None:

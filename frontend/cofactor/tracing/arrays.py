@@ -130,11 +130,10 @@ def _median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = F
     """numpy.median: the reduced axes moved last and merged, sorted, the middle one or two."""
     t = as_tracer(a)
     nd = t.ndim
-    axes = (
-        tuple(range(nd))
-        if axis is None
-        else tuple(int(x) % max(nd, 1) for x in np.atleast_1d(axis))
-    )
+    axes = tuple(range(nd)) if axis is None else tuple(np.atleast_1d(axis).tolist())
+    if any(not -nd <= x < nd for x in axes) or len({x % nd for x in axes}) != len(axes):
+        raise CompileValueError(f"numpy.median: invalid axis {axis} for {nd} dimensions")
+    axes = tuple(x % nd for x in axes)
     kept = [i for i in range(nd) if i not in axes]
     n = int(np.prod([t.shape[i] for i in axes], dtype=int))
     if n == 0:

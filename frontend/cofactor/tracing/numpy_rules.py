@@ -261,7 +261,9 @@ def _reduce_axes(fn: np.ufunc, elems: np.ndarray, axis: Any, keepdims: bool) -> 
     axes = tuple(range(nd)) if axis is None else tuple(np.atleast_1d(axis).tolist())
     if any(not -nd <= a < nd for a in axes):
         raise CompileValueError(f"axis {axis} is out of bounds for an array of dimension {nd}")
-    axes = tuple(sorted({a % nd for a in axes}))
+    if len({a % nd for a in axes}) != len(axes):
+        raise CompileValueError(f"duplicate value in 'axis': {axis}")
+    axes = tuple(sorted(a % nd for a in axes))
     kept = [i for i in range(len(shape)) if i not in axes]
     merged = int(np.prod([shape[i] for i in axes], dtype=int))
     moved = np.transpose(elems, kept + list(axes)).reshape([shape[i] for i in kept] + [merged])
@@ -276,6 +278,8 @@ def _argext(pred: np.ufunc):
 
     def rule(a, axis=None, out=None, *, keepdims=False):
         t = as_tracer(a)
+        if t.ndim == 0 and axis in (0, -1):  # numpy: a 0-d array is its own row
+            axis = None
         elems = t.elems.reshape(-1) if axis is None else np.moveaxis(t.elems, axis, -1)
         if elems.shape[-1] == 0:
             raise CompileValueError("numpy.argmax/argmin of an empty sequence")
