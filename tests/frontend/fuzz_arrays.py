@@ -48,6 +48,8 @@ class ArrayProgram:
 
     def source(self) -> str:
         lines = [CIRCUIT] if self.circuit else []
+        if any("fori(" in expr for _, expr in self.body):
+            lines.append(FORI)
         lines.append(f"def f({', '.join(self.names)}):")
         lines += [
             f"    {expr}" if name is None else f"    {name} = {expr}" for name, expr in self.body
@@ -69,7 +71,7 @@ class ArrayProgram:
 
     def reproducer(self) -> str:
         return (
-            "import numpy as np\nimport pennylane as qml\nimport cofactor\n\n"
+            "import numpy as np\nimport pennylane as qml\nimport cofactor\n\nCOMPILED = True\n\n"
             + self.source()
             + f"\nargs = ({self.arg_literals()},)\n"
             + "print(cofactor.qjit(f)(*args))\nprint(f(*args))\n"
@@ -92,13 +94,26 @@ def circuit(w):
 """
 
 
+#: a loop over an array carry: cofactor.for_loop when compiled, a Python loop otherwise
+FORI = """def fori(lo, hi, body, init):
+    if globals().get("COMPILED", False):
+        return cofactor.for_loop(lo, hi, 1)(body)(init)
+    for i in range(lo, hi):
+        init = body(i, init)
+    return init
+
+"""
+_NUMPY = {"np": np}
+exec(FORI, _NUMPY)  # noqa: S102
+
+
 def numpy_rejects(env: dict, expr: str) -> bool:
     """Whether numpy raises an error (a bad axis, shapes that do not broadcast, an index out
     of range, ...) on `expr`, warnings aside."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         try:
-            eval(expr, {"np": np}, dict(env))  # noqa: S307
+            eval(expr, {**_NUMPY, **env})  # noqa: S307
         except (ValueError, TypeError, IndexError):
             return True
         except Exception:  # noqa: BLE001 (another kind of failure: not drawn)
@@ -112,9 +127,10 @@ def evaluate(env: dict, expr: str, statement: str | None = None):
     with warnings.catch_warnings(), np.errstate(all="raise"):
         warnings.simplefilter("error")
         try:
+            scope = {**_NUMPY, **env}  # globals: a lambda in expr sees the names too
             if statement is not None:
-                exec(statement, {"np": np}, env)  # noqa: S102
-            value = eval(expr, {"np": np}, env)  # noqa: S307 (our own generated text)
+                exec(statement, scope)  # noqa: S102
+            value = eval(expr, scope)  # noqa: S307 (our own generated text)
         except Exception:
             return None
     if not isinstance(value, np.ndarray | np.generic):
@@ -576,6 +592,19 @@ def _arguments(draw, large: bool = False) -> list[np.ndarray]:
 
 
 @st.composite
+def _loop(draw, env: dict) -> str | None:
+    """`fori(0, n, lambda i, acc: body, init)`: a loop carrying an array (a memref when it
+    is large), its body an expression over the carry, the loop index and the scope."""
+    floats = [n for n in env if env[n].dtype.kind == "f"]
+    if not floats:
+        return None
+    init = draw(st.sampled_from(floats))
+    expr = draw(_expression({**env, "acc": env[init]}))
+    body = f"np.tanh({expr}) * 0.9 + acc * 0.1 + 0.05 * i"
+    return f"fori(0, {draw(st.integers(1, 4))}, lambda i, acc: {body}, {init})"
+
+
+@st.composite
 def _update(draw, env: dict, name: str) -> tuple[str, str] | None:
     """An update in place of a copy of an array: `name[index] = / += / *= value`, or
     `name += value` (numpy's broadcasting and casting rules for writes)."""
@@ -602,7 +631,14 @@ def array_programs(draw, max_statements: int = 6, large: bool = False) -> ArrayP
     while count < target and attempts < 6 * max_statements:
         attempts += 1
         name = f"t{len(env) - len(p.args)}"
-        if draw(st.integers(0, 9)) == 0:
+        if draw(st.integers(0, 7)) == 0:
+            loop = draw(_loop(env))
+            if loop is None or (value := evaluate(env, loop)) is None:
+                continue
+            if value.shape != env[loop.rsplit(", ", 1)[1][:-1]].shape or value.dtype.kind != "f":
+                continue  # cofactor.for_loop keeps the carry's shape and dtype
+            p.body.append((name, loop))
+        elif draw(st.integers(0, 9)) == 0:
             update = draw(_update(env, name))
             if update is None:
                 continue

@@ -65,7 +65,7 @@ def _refused(exc: Exception) -> None:
 
 
 def _compile(source: str, name: str):
-    ns = {"np": np, "qml": qml, "cofactor": cofactor}
+    ns = {"np": np, "qml": qml, "cofactor": cofactor, "COMPILED": True}
     exec(compile(source, "<fuzz array program>", "exec"), ns)  # noqa: S102
     return ns[name]
 
