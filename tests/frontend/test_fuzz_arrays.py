@@ -422,3 +422,12 @@ def test_writing_traced_values_into_a_numpy_array_is_refused_clearly() -> None:
         return y
 
     _same_as_numpy(g, np.arange(1.0, 4.0))
+
+
+def test_more_numpy_functions_refuse_what_numpy_refuses() -> None:
+    """numpy.block with mismatched list depths and numpy.select with a non-boolean
+    condition raise (numpy raises), rather than return numbers."""
+    m = RNG.normal(size=(2, 2))
+    for fn in (lambda m: np.block([[m, m], m]), lambda m: np.select([m], [m])):
+        with pytest.raises(CompileError, match="numpy.block|numpy.select"):
+            cofactor.qjit(fn)(m)

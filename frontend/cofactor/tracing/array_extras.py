@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from cofactor.errors import CompileError, CompileValueError
+from cofactor.errors import CompileError, CompileTypeError, CompileValueError
 from cofactor.tracing.numpy_rules import FUNCTION_RULES, _sequence_rule, _structural, as_tracer
-from cofactor.tracing.tracer import Tracer
+from cofactor.tracing.tracer import BOOL, Tracer
 
 
 def _splitting(np_fn: Callable) -> Callable:
@@ -38,7 +38,14 @@ def _block(arrays: Any) -> Tracer:
     along the one before, ...; every array first gets leading axes up to that depth."""
 
     def depth(x: Any) -> int:
-        return 1 + depth(x[0]) if isinstance(x, list) and x else 0
+        if isinstance(x, tuple):
+            raise CompileTypeError("numpy.block: arrays is a tuple; only lists can be used")
+        if not isinstance(x, list):
+            return 0
+        depths = {depth(y) for y in x}
+        if len(depths) != 1:
+            raise CompileValueError("numpy.block: list depths are mismatched")
+        return 1 + depths.pop()
 
     def leaves(x: Any) -> list:
         return [leaf for y in x for leaf in leaves(y)] if isinstance(x, list) else [x]
@@ -75,6 +82,9 @@ def _select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
         raise CompileValueError(
             "numpy.select: list of cases must be same length as list of conditions"
         )
+    for k, cond in enumerate(condlist):
+        if as_tracer(cond).dtype != BOOL:
+            raise CompileTypeError(f"numpy.select: invalid entry {k} in condlist: not boolean")
     out = default
     for cond, choice in zip(reversed(condlist), reversed(choicelist), strict=True):
         out = np.where(cond, choice, out)
