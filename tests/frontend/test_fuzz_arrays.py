@@ -425,9 +425,14 @@ def test_writing_traced_values_into_a_numpy_array_is_refused_clearly() -> None:
 
 
 def test_more_numpy_functions_refuse_what_numpy_refuses() -> None:
-    """numpy.block with mismatched list depths and numpy.select with a non-boolean
-    condition raise (numpy raises), rather than return numbers."""
+    """numpy.block with mismatched list depths, numpy.select with a non-boolean condition,
+    numpy.cov of a 3-d array and multi_dot of a 3-d array raise (numpy raises), rather than
+    return numbers."""
     m = RNG.normal(size=(2, 2))
     for fn in (lambda m: np.block([[m, m], m]), lambda m: np.select([m], [m])):
         with pytest.raises(CompileError, match="numpy.block|numpy.select"):
             cofactor.qjit(fn)(m)
+    t = RNG.normal(size=(2, 3, 4))
+    for fn in (lambda t: np.cov(t), lambda t: np.linalg.multi_dot([t, t[0]])):
+        with pytest.raises(CompileError, match="numpy.cov|numpy.linalg.multi_dot"):
+            cofactor.qjit(fn)(t)

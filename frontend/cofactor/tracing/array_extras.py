@@ -144,6 +144,8 @@ def _cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: A
         raise CompileError(
             "numpy.cov with fweights, aweights or dtype is not supported by cofactor"
         )
+    if np.ndim(m) > 2 or (y is not None and np.ndim(y) > 2):
+        raise CompileValueError("numpy.cov: m and y have at most 2 dimensions")
     x = np.atleast_2d(m)
     if not rowvar and np.shape(x)[0] != 1:
         x = x.T
@@ -192,6 +194,11 @@ def _matrix_power(a: Any, n: int) -> Any:
 
 
 def _multi_dot(arrays: Any, *, out: Any = None) -> Any:
+    ndims = [np.ndim(a) for a in arrays]
+    if len(ndims) < 2 or any(d != 2 for d in ndims[1:-1]) or not {ndims[0], ndims[-1]} <= {1, 2}:
+        raise CompileValueError(
+            "numpy.linalg.multi_dot: at least two arrays, 2-d ones (the first and last may be 1-d)"
+        )
     result = arrays[0]
     for a in arrays[1:]:
         result = np.dot(result, a)
