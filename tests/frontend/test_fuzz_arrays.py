@@ -356,7 +356,7 @@ _EXTRAS = [
     lambda x, v, m: (np.cov(x), np.cov(x, rowvar=False), np.cov(v), np.cov(v, v * v)),
     lambda x, v, m: (np.corrcoef(x), np.corrcoef(v), np.cov(x, bias=True)),
     lambda x, v, m: (np.linalg.matrix_power(m, 3), np.linalg.matrix_power(m, 0)),
-    lambda x, v, m: (np.linalg.multi_dot([v[:3], m, m]), np.linalg.trace(m)),
+    lambda x, v, m: (np.linalg.multi_dot([v[:3], m, m]), getattr(np.linalg, "trace", np.trace)(m)),
 ]
 
 
