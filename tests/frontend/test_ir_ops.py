@@ -149,6 +149,35 @@ def test_every_function_rule_lowers():
             "empty_like": np.empty_like(v),
             "real_if_close": np.real_if_close(v + 0j),
             "nan_to_num": np.nan_to_num(v),
+            # added with test_fuzz_arrays (tracing/arrays.py, array_extras.py, linalg.py)
+            "inner": np.inner(m, v),
+            "ptp": np.ptp(m, axis=0),
+            "average": np.average(m, axis=1, weights=v),
+            "sort": np.sort(m, axis=0),
+            "median": np.median(v),
+            "append": np.append(v, 1.0),
+            "column_stack": np.column_stack([v, v]),
+            "split": np.split(v, 3)[1],
+            "array_split": np.array_split(v, 2)[0],
+            "hsplit": np.hsplit(m, 3)[2],
+            "vsplit": np.vsplit(m, 2)[0],
+            "dsplit": np.dsplit(m[None], 3)[0],
+            "dstack": np.dstack([v, v]),
+            "block": np.block([[m], [m]]),
+            "rot90": np.rot90(m),
+            "fliplr": np.fliplr(m),
+            "flipud": np.flipud(m),
+            "meshgrid": np.meshgrid(v, v)[0],
+            "broadcast_arrays": np.broadcast_arrays(m, v)[1],
+            "select": np.select([v > 0], [v], 0.5),
+            "cross": np.cross(v, m),
+            "polyval": np.polyval(v, m),
+            "ediff1d": np.ediff1d(m),
+            "cov": np.cov(m),
+            "corrcoef": np.corrcoef(m),
+            "matrix_power": np.linalg.matrix_power(m[:, :2], 2),
+            "multi_dot": np.linalg.multi_dot([v, m.T, m]),
+            "linalg_trace": getattr(np.linalg, "trace", np.trace)(m[:, :2]),  # numpy >= 2
         }
 
     covered = {
@@ -163,7 +192,11 @@ def test_every_function_rule_lowers():
         np.fix, np.array_equal, np.array_equiv, np.any, np.all, np.count_nonzero,
         np.iscomplex, np.isreal, np.iscomplexobj, np.isrealobj, np.var, np.std, np.cumprod,
         np.diff, np.triu, np.tril, np.full_like, np.empty_like, np.real_if_close,
-        np.nan_to_num, np.linalg.det,
+        np.nan_to_num, np.linalg.det, np.inner, np.ptp, np.average, np.sort, np.median,
+        np.append, np.column_stack, np.split, np.array_split, np.hsplit, np.vsplit, np.dsplit,
+        np.dstack, np.block, np.rot90, np.fliplr, np.flipud, np.meshgrid, np.broadcast_arrays,
+        np.select, np.cross, np.polyval, np.ediff1d, np.cov, np.corrcoef,
+        np.linalg.matrix_power, np.linalg.multi_dot, getattr(np.linalg, "trace", np.trace),
     }  # fmt: skip
     assert set(FUNCTION_RULES) <= covered, set(FUNCTION_RULES) - covered
     specs = [BufferSpec((2, 3), DTYPES[0]), BufferSpec((3,), DTYPES[0]), BufferSpec((), DTYPES[1])]

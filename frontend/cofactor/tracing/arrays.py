@@ -1,5 +1,6 @@
 """Array-level numpy functions on tracers that build on the core rules: statistics (`var`,
-`std`), running products and differences, triangles, and the `*_like` constructors.
+`std`, `ptp`, `average`, `median`), `sort` (a compare-exchange network), running products
+and differences, triangles, `append`, `column_stack`, and the `*_like` constructors.
 
 Importing this module registers its rules in `numpy_rules.FUNCTION_RULES`.
 """
@@ -10,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from cofactor.errors import CompileError
+from cofactor.errors import CompileError, CompileValueError
 from cofactor.tracing.numpy_rules import (
     FUNCTION_RULES,
     REFUSED_FUNCTIONS,
@@ -18,6 +19,7 @@ from cofactor.tracing.numpy_rules import (
     as_tracer,
     cast_tracer,
     normalize_dtype,
+    scalar_ufunc,
 )
 from cofactor.tracing.tracer import BOOL, COMPLEX, INT, Tracer
 
@@ -68,6 +70,94 @@ def _triangle(np_fn: Any):
     return rule
 
 
+def _ptp(a: Any, axis: Any = None, keepdims: bool = False, **kw: Any) -> Tracer:
+    return np.max(a, axis=axis, keepdims=keepdims) - np.min(a, axis=axis, keepdims=keepdims)
+
+
+def _average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *,
+             keepdims: bool = False) -> Any:  # fmt: skip
+    t = as_tracer(a)
+    if weights is None:
+        avg = np.mean(t, axis=axis, keepdims=keepdims)
+        total = np.full(np.shape(avg), float(t.size // max(np.size(avg), 1)))
+    else:
+        w = weights
+        if np.shape(w) != t.shape:  # numpy: 1-d weights along the one axis given
+            if axis is None or np.ndim(w) != 1 or np.ndim(axis) != 0:
+                raise CompileValueError(
+                    "numpy.average: weights of another shape than the array need one int axis "
+                    "and a 1-d weights array along it"
+                )
+            shape = [1] * t.ndim
+            shape[axis] = -1
+            w = np.reshape(w, shape)
+        w = np.broadcast_to(w, t.shape)
+        total = np.sum(w, axis=axis, keepdims=keepdims)
+        avg = np.sum(t * w, axis=axis, keepdims=keepdims) / total
+    return (avg, total) if returned else avg
+
+
+#: most compare-exchanges (of two elements) one traced numpy.sort may emit
+MAX_SORT_EXCHANGES = 20000
+
+
+def _sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kw: Any) -> Tracer:
+    """An odd-even transposition network of minimum/maximum pairs along `axis`: no
+    branches on run-time values, differentiable like min and max (n rounds of n/2 pairs)."""
+    t = as_tracer(a)
+    if axis is None:
+        t, axis = np.reshape(t, (-1,)), -1
+    if t.dtype == COMPLEX:
+        raise CompileError("numpy.sort of complex traced values is not supported by cofactor")
+    elems = np.moveaxis(t.elems, axis, -1).copy()
+    n = elems.shape[-1]
+    if n * n * (elems.size // max(n, 1)) > 2 * MAX_SORT_EXCHANGES:
+        raise CompileError(
+            f"numpy.sort of a traced array of shape {t.shape}: cofactor sorts with a network "
+            f"of up to {MAX_SORT_EXCHANGES} compare-exchanges; sort fewer values"
+        )
+    lo = np.frompyfunc(lambda x, y: scalar_ufunc(np.minimum, x, y), 2, 1)
+    hi = np.frompyfunc(lambda x, y: scalar_ufunc(np.maximum, x, y), 2, 1)
+    for r in range(n):
+        for i in range(r % 2, n - 1, 2):
+            x, y = elems[..., i].copy(), elems[..., i + 1].copy()
+            elems[..., i], elems[..., i + 1] = lo(x, y), hi(x, y)
+    return _wrap(np.moveaxis(elems, -1, axis))
+
+
+def _median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+            keepdims: bool = False) -> Tracer:  # fmt: skip
+    """numpy.median: the reduced axes moved last and merged, sorted, the middle one or two."""
+    t = as_tracer(a)
+    nd = t.ndim
+    axes = tuple(range(nd)) if axis is None else tuple(np.atleast_1d(axis).tolist())
+    if any(not -nd <= x < nd for x in axes) or len({x % nd for x in axes}) != len(axes):
+        raise CompileValueError(f"numpy.median: invalid axis {axis} for {nd} dimensions")
+    axes = tuple(x % nd for x in axes)
+    kept = [i for i in range(nd) if i not in axes]
+    n = int(np.prod([t.shape[i] for i in axes], dtype=int))
+    if n == 0:
+        raise CompileValueError("numpy.median of an empty traced array (numpy: nan)")
+    merged = np.reshape(np.transpose(t, kept + list(axes)), [t.shape[i] for i in kept] + [n])
+    ordered = _sort(merged, axis=-1)
+    mid = np.mean(ordered[..., (n - 1) // 2 : n // 2 + 1], axis=-1)
+    return (
+        np.reshape(mid, [1 if i in axes else d for i, d in enumerate(t.shape)]) if keepdims else mid
+    )
+
+
+def _append(arr: Any, values: Any, axis: Any = None) -> Tracer:
+    if axis is None:  # numpy: both flattened
+        return np.concatenate([np.ravel(arr), np.ravel(values)])
+    return np.concatenate([arr, values], axis=axis)
+
+
+def _column_stack(tup: Any) -> Tracer:
+    # numpy: 1-d arrays become columns, the others are stacked as they are
+    cols = [np.reshape(c, (-1, 1)) if np.ndim(c) < 2 else c for c in tup]
+    return np.concatenate(cols, axis=1)
+
+
 def _full_like(a: Any, fill_value: Any, dtype: Any = None, **kw: Any) -> Any:
     t = as_tracer(a)
     d = normalize_dtype(dtype) if dtype is not None else t.dtype
@@ -93,6 +183,12 @@ FUNCTION_RULES.update(
         np.triu: _triangle(np.triu),
         np.tril: _triangle(np.tril),
         np.full_like: _full_like,
+        np.ptp: _ptp,
+        np.average: _average,
+        np.sort: _sort,
+        np.median: _median,
+        np.append: _append,
+        np.column_stack: _column_stack,
         np.empty_like: _empty_like,
     }
 )
@@ -102,7 +198,6 @@ REFUSED_FUNCTIONS.update(
         np.nonzero: _SHAPE_HINT,
         np.argwhere: _SHAPE_HINT,
         np.unique: _SHAPE_HINT,
-        np.sort: _SORT_HINT,
         np.argsort: _SORT_HINT,
     }
 )

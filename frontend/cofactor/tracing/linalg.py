@@ -1,5 +1,5 @@
-"""Linear algebra on tracers: products (`dot`, `outer`, `kron`, `tensordot`, `einsum`,
-`vdot`, `trace`) run numpy on the object arrays of Scalars (`dot`, `outer` and `einsum` of
+"""Linear algebra on tracers: products (`dot`, `inner`, `outer`, `kron`, `tensordot`,
+`einsum`, `vdot`, `trace`) run numpy on the object arrays of Scalars (`dot`, `outer` and `einsum` of
 large arrays in memory are loop nests: `array_rules`); `numpy.linalg` norms; `det` of a
 matrix up to 4x4 by cofactor (Laplace) expansion, which needs no pivoting (PennyLane's
 BasisRotation takes the determinant of its unitary). Decompositions (`eig`, `svd`, `inv`,
@@ -62,6 +62,10 @@ def _outer(a, b, **kw):
     if looped is not None:
         return looped
     return _wrap(np.outer(_as_elems(a), _as_elems(b)))
+
+
+def _inner(a, b):
+    return _wrap(np.inner(_as_elems(a), _as_elems(b)))
 
 
 def _vdot(a, b):
@@ -178,6 +182,7 @@ FUNCTION_RULES.update(
         np.linalg.norm: _norm,
         np.dot: _dot,
         np.vdot: _vdot,
+        np.inner: _inner,
         np.outer: _outer,
         np.tensordot: _tensordot,
         np.einsum: _einsum,

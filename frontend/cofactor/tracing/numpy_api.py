@@ -1,14 +1,20 @@
 """The numpy protocol entry points for tracers, with every rule module registered.
 
-`numpy_rules` holds the core tables; `elementwise`, `logic`, `linalg` and `arrays` add
-rules to them when imported. The tracer's `__array_ufunc__`/`__array_function__` import
-from here, so all rules are in place before numpy first reaches a tracer (and the rule
-modules can import `numpy_rules` without an import cycle).
+`numpy_rules` holds the core tables; `elementwise`, `logic`, `linalg`, `arrays` and
+`array_extras` add rules to them when imported. The tracer's `__array_ufunc__` /
+`__array_function__` import from here, so all rules are in place before numpy first
+reaches a tracer (and the rule modules can import `numpy_rules` without an import cycle).
 """
 
 from __future__ import annotations
 
-from cofactor.tracing import arrays, elementwise, linalg, logic  # noqa: F401  (registration)
+from cofactor.tracing import (  # noqa: F401  (registration)
+    array_extras,
+    arrays,
+    elementwise,
+    linalg,
+    logic,
+)
 from cofactor.tracing.numpy_rules import (
     array_function,
     array_ufunc,

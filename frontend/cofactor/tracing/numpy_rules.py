@@ -247,28 +247,56 @@ def _reduce_fn(ufunc: np.ufunc):
         looped = array_rules.reduce(ufunc, a, axis, keepdims)
         if looped is not None:
             return looped
-        t = as_tracer(a)
-        elems = t.elems if axis is not None else t.elems.reshape(-1)
         fn = np.frompyfunc(lambda x, y: scalar_ufunc(ufunc, x, y), 2, 1)
-        res = fn.reduce(elems, axis=axis if axis is not None else 0, keepdims=keepdims)
-        return _wrap(res)
+        return _wrap(_reduce_axes(fn, as_tracer(a).elems, axis, keepdims))
 
     return rule
 
 
-def _argext(pred: np.ufunc):
-    """argmax/argmin over the flattened array (first occurrence wins, as in numpy)."""
+def _reduce_axes(fn: np.ufunc, elems: np.ndarray, axis: Any, keepdims: bool) -> Any:
+    """`fn.reduce` over `axis` (None, an int or a tuple, as numpy takes them). A frompyfunc
+    ufunc reduces over one axis only, so the reduced axes are moved last and merged."""
+    shape = elems.shape
+    nd = len(shape)
+    axes = tuple(range(nd)) if axis is None else tuple(np.atleast_1d(axis).tolist())
+    if any(not -nd <= a < nd for a in axes):
+        raise CompileValueError(f"axis {axis} is out of bounds for an array of dimension {nd}")
+    if len({a % nd for a in axes}) != len(axes):
+        raise CompileValueError(f"duplicate value in 'axis': {axis}")
+    axes = tuple(sorted(a % nd for a in axes))
+    kept = [i for i in range(len(shape)) if i not in axes]
+    merged = int(np.prod([shape[i] for i in axes], dtype=int))
+    moved = np.transpose(elems, kept + list(axes)).reshape([shape[i] for i in kept] + [merged])
+    res = fn.reduce(moved, axis=-1)
+    if keepdims:
+        res = np.reshape(res, [1 if i in axes else d for i, d in enumerate(shape)])
+    return res
 
-    def rule(a, axis=None, **kw):
-        if axis is not None:
-            raise CompileError("numpy.argmax/argmin with an axis is not supported")
-        flat = as_tracer(a).elems.reshape(-1)
-        best, idx = flat[0], const_scalar(0, INT)
-        for i in range(1, flat.shape[0]):
-            better = scalar_ufunc(pred, flat[i], best)
-            best = _select(better, flat[i], best)
-            idx = _select(better, const_scalar(i, INT), idx)
-        return as_tracer(idx)
+
+def _argext(pred: np.ufunc):
+    """argmax/argmin, flattened or along an axis (first occurrence wins, as in numpy)."""
+
+    def rule(a, axis=None, out=None, *, keepdims=False):
+        t = as_tracer(a)
+        if t.ndim == 0 and axis in (0, -1):  # numpy: a 0-d array is its own row
+            axis = None
+        elems = t.elems.reshape(-1) if axis is None else np.moveaxis(t.elems, axis, -1)
+        if elems.shape[-1] == 0:
+            raise CompileValueError("numpy.argmax/argmin of an empty sequence")
+        better_than = np.frompyfunc(lambda x, y: scalar_ufunc(pred, x, y), 2, 1)
+        select = np.frompyfunc(_select, 3, 1)
+        best = elems[..., 0]
+        idx = np.full(best.shape, const_scalar(0, INT), dtype=object)
+        for i in range(1, elems.shape[-1]):
+            better = better_than(elems[..., i], best)
+            best = select(better, elems[..., i], best)
+            idx = select(better, const_scalar(i, INT), idx)
+        result = as_tracer(idx)
+        if keepdims:
+            return (
+                np.reshape(result, (1,) * t.ndim) if axis is None else np.expand_dims(result, axis)
+            )
+        return result
 
     return rule
 

@@ -158,7 +158,10 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
             raise CompileError(
                 f"numpy.asarray/array(traced value, dtype={np.dtype(dtype)}) would need the "
                 "values, which are only known when the compiled program runs; use "
-                "x.astype(dtype) or qml.math.asarray(x, dtype=dtype), which keep the tracer"
+                "x.astype(dtype) or qml.math.asarray(x, dtype=dtype), which keep the tracer. "
+                "Writing a traced value into a numpy array (y = np.zeros(n); y[i:j] = x) "
+                "lands here too: start y from a traced array (y = 0.0 * x, y = x.copy()) or "
+                "build it with np.concatenate/np.stack/np.where"
             )
         return self.elems
 
@@ -278,7 +281,9 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
     ravel = flatten
 
     def transpose(self, *axes: Any) -> Tracer:
-        return np.transpose(self, axes or None)
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
+            axes = axes[0]  # numpy: a.transpose((1, 0)) is a.transpose(1, 0)
+        return np.transpose(self, tuple(axes) if axes else None)
 
     def sum(self, axis: Any = None, **kw: Any) -> Tracer:
         return np.sum(self, axis=axis, **kw)
@@ -306,7 +311,10 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
     def squeeze(self, axis: Any = None) -> Tracer:
         return np.squeeze(self, axis=axis)
 
-    def item(self) -> Tracer:
+    def item(self, *args: Any) -> Tracer:
+        if args:  # numpy: item(k) is the k-th element in row-major order, item(i, j) x[i, j]
+            index = args[0] if len(args) == 1 else args
+            return np.reshape(self, (-1,))[index] if isinstance(index, int) else self[index]
         if self.size != 1:
             raise CompileError("item() of a traced array with more than one element")
         return np.reshape(self, ())
