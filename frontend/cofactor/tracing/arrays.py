@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from cofactor.errors import CompileError, CompileValueError
+from cofactor.tracing.array_loops import select_scalar
 from cofactor.tracing.numpy_rules import (
     FUNCTION_RULES,
     REFUSED_FUNCTIONS,
@@ -102,8 +103,15 @@ MAX_SORT_EXCHANGES = 20000
 
 
 def _sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kw: Any) -> Tracer:
-    """An odd-even transposition network of minimum/maximum pairs along `axis`: no
-    branches on run-time values, differentiable like min and max (n rounds of n/2 pairs)."""
+    """numpy.sort: an odd-even transposition network along `axis` (n rounds of n/2
+    compare-exchanges; no branches on run-time values, differentiable like a select). A pair
+    swaps when the second is smaller or the first is NaN, so NaNs end last, as numpy sorts."""
+    return _exchange_network(a, axis, nan_last=True)
+
+
+def _exchange_network(a: Any, axis: Any, nan_last: bool) -> Tracer:
+    """The sorting network of _sort. nan_last=False: minimum/maximum pairs, through which a
+    NaN spreads to every position in n rounds (what numpy.median wants: NaN if any is NaN)."""
     t = as_tracer(a)
     if axis is None:
         t, axis = np.reshape(t, (-1,)), -1
@@ -116,12 +124,21 @@ def _sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kw: Any
             f"numpy.sort of a traced array of shape {t.shape}: cofactor sorts with a network "
             f"of up to {MAX_SORT_EXCHANGES} compare-exchanges; sort fewer values"
         )
-    lo = np.frompyfunc(lambda x, y: scalar_ufunc(np.minimum, x, y), 2, 1)
-    hi = np.frompyfunc(lambda x, y: scalar_ufunc(np.maximum, x, y), 2, 1)
+    dtype = t.dtype
+
+    def exchange(x: Any, y: Any) -> tuple[Any, Any]:
+        if not nan_last:
+            return scalar_ufunc(np.minimum, x, y), scalar_ufunc(np.maximum, x, y)
+        swap = scalar_ufunc(np.less, y, x)
+        if dtype != INT and dtype != BOOL:
+            swap = scalar_ufunc(np.logical_or, swap, scalar_ufunc(np.isnan, x))
+        return select_scalar(swap, y, x, dtype), select_scalar(swap, x, y, dtype)
+
+    pair = np.frompyfunc(exchange, 2, 2)
     for r in range(n):
         for i in range(r % 2, n - 1, 2):
             x, y = elems[..., i].copy(), elems[..., i + 1].copy()
-            elems[..., i], elems[..., i + 1] = lo(x, y), hi(x, y)
+            elems[..., i], elems[..., i + 1] = pair(x, y)
     return _wrap(np.moveaxis(elems, -1, axis))
 
 
@@ -139,7 +156,7 @@ def _median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = F
     if n == 0:
         raise CompileValueError("numpy.median of an empty traced array (numpy: nan)")
     merged = np.reshape(np.transpose(t, kept + list(axes)), [t.shape[i] for i in kept] + [n])
-    ordered = _sort(merged, axis=-1)
+    ordered = _exchange_network(merged, -1, nan_last=False)
     mid = np.mean(ordered[..., (n - 1) // 2 : n // 2 + 1], axis=-1)
     return (
         np.reshape(mid, [1 if i in axes else d for i, d in enumerate(t.shape)]) if keepdims else mid
