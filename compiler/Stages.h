@@ -63,7 +63,8 @@ void setOption(llvm::StringRef name, llvm::StringRef value);
 bool emitObject(llvm::Module &module, llvm::SmallVectorImpl<char> &object,
                 std::string &error);
 
-/// cc -shared: lld links `object` with `linkArgs` and the C libraries into `output`.
+/// cc -shared: lld links `object` with `linkArgs` (the runtime) into `output`; the C
+/// libraries are found at load time, through the runtime's dependencies (see Link.cpp).
 bool linkSharedLibrary(llvm::StringRef object, const std::vector<std::string> &linkArgs,
                        const std::string &output, std::string &error);
 
