@@ -79,6 +79,13 @@ def _fill_descriptor(words: ctypes.Array, at: int, shape: tuple[int, ...]) -> No
         stride *= shape[i]
 
 
+#: A slot's descriptors of up to this many words (eight rank-1 memrefs, three of rank 3) lie
+#: in an array of one ctypes type made at import: a new array type (`c_int64 * n`, made
+#: once per length) cost ~50 us on the first call of a process.
+_SLOT_WORDS = 32
+_SlotWords = ctypes.c_int64 * _SLOT_WORDS
+
+
 class _Slot:
     """One set of descriptors and scalar buffers: what one call in flight writes to.
 
@@ -93,7 +100,8 @@ class _Slot:
         # the slot (ctypes keeps it) instead of a Structure class per rank, each a twentieth
         # of a millisecond to make on the first call of a process.
         shapes = [spec.memref_shape for spec in (*inputs, *outputs)]
-        words = (ctypes.c_int64 * sum(map(_descriptor_words, shapes)))()
+        size = sum(map(_descriptor_words, shapes))
+        words = (_SlotWords if size <= _SLOT_WORDS else ctypes.c_int64 * size)()
         base = ctypes.addressof(words)
         self._keep: list[Any] = [words]
         self.ptrs: list[int] = []
