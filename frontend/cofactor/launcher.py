@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from cofactor.errors import RuntimeExecutionError
+from cofactor.runtime_lib import Library
 
 _DESCRIPTOR_TYPES: dict[int, type[ctypes.Structure]] = {}
 
@@ -207,7 +208,7 @@ class Launcher:
         # the loaded copy by its name, without searching the library's RUNPATH (tens of
         # file lookups on the first call of a process).
         self._runtime = _runtime() if check_runtime else None
-        self.lib = ctypes.CDLL(str(so_path))
+        self.lib = Library(str(so_path))
         # not at interpreter exit: a daemon thread may still be running the code
         weakref.finalize(self.lib, _unload, self.lib._handle).atexit = False
         self._fn = self.lib[f"_mlir_ciface_{name}"]  # (not cached on self.lib)
