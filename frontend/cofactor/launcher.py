@@ -291,7 +291,7 @@ def _runtime() -> ctypes.CDLL:
     """The runtime library (the one compiled programs link against), loaded once."""
     from cofactor import distributed, runtime_lib, toolchain
 
-    lib = runtime_lib.load_runtime(toolchain.find("runtime"))
+    lib = runtime_lib.load_runtime(toolchain.TOOLS["runtime"].locate())  # (a str: no pathlib)
     if distributed.requested():  # COFACTOR_MPI=1: an error on one rank ends every rank
         distributed.install_excepthook(lib)
     return lib

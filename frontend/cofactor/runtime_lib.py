@@ -110,14 +110,23 @@ def library_path(path: str | os.PathLike[str] | None = None) -> Path:
 def load_runtime(path: str | os.PathLike[str] | None = None) -> RuntimeLibrary:
     """Loads the runtime (RTLD_GLOBAL); each cf_rt_* function gets its argtypes/restype
     (SIGNATURES) when it is first looked up."""
-    lib_path = library_path(path)
-    if not lib_path.is_file():
+    # (strings, not library_path's Path: the launcher loads the runtime on the first call
+    # of a process)
+    lib_path = (
+        os.fspath(path)
+        if path is not None
+        else os.environ.get("COFACTOR_RUNTIME_LIB") or _DEFAULT_LIBRARY_STR
+    )
+    if not os.path.isfile(lib_path):
         raise ToolchainNotFoundError(
             f"cofactor runtime library not found at {lib_path}; build it with `make setup` "
             "(or set COFACTOR_RUNTIME_LIB)"
         )
     check_threads_env()
-    return RuntimeLibrary(str(lib_path), mode=ctypes.RTLD_GLOBAL)
+    return RuntimeLibrary(lib_path, mode=ctypes.RTLD_GLOBAL)
+
+
+_DEFAULT_LIBRARY_STR = str(DEFAULT_LIBRARY)
 
 
 class Library(ctypes.CDLL):
