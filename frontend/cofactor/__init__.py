@@ -7,9 +7,6 @@ from cofactor import native_compiler
 
 native_compiler.preload()
 
-# Next the driver, which starts the warm-up compiles once the library is loaded
-# (cofactor.warm_up): the earlier they start, the likelier they end before the first compile.
-from cofactor import compiler as _compiler  # noqa: E402, F401
 from cofactor import debug  # noqa: E402
 from cofactor.api_extensions import (  # noqa: E402
     adjoint,

@@ -17,7 +17,6 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,8 +118,6 @@ def _open_library() -> ctypes.CDLL:
 
 #: COFACTOR_PRELOAD=0 turns the preload off.
 PRELOAD_ENV = "COFACTOR_PRELOAD"
-#: Set by the tests to make a compile crash (see Compiler.cpp's debugCrash).
-DEBUG_CRASH_ENV = "COFACTOR_COMPILER_DEBUG_CRASH"
 _preload_thread: threading.Thread | None = None
 
 
@@ -145,40 +142,6 @@ def _warm_up() -> None:
         _library().cofactor_compiler_warm_up()
     except (ToolchainNotFoundError, OSError):
         pass  # the first compile reports it, or falls back to the tools
-
-
-#: COFACTOR_WARM_UP=0 turns the warm-up compiles off (COFACTOR_PRELOAD=0 turns off both).
-WARM_UP_ENV = "COFACTOR_WARM_UP"
-_warm_up_thread: threading.Thread | None = None
-
-
-def after_preload(compiles: Callable[[], None]) -> None:
-    """Run `compiles` (cofactor.warm_up's small modules, through the compiler) in a thread
-    once the preload thread has loaded the library: the first compile of a process then
-    finds the code it runs in the caches and its lazily built tables built (cofactor.warm_up
-    says how much that saves). Called by `cofactor.compiler` when it is imported, so the
-    thread imports nothing. Not when preloading is off, or COFACTOR_WARM_UP=0, or a
-    compile is to crash on purpose (COFACTOR_COMPILER_DEBUG_CRASH, for the tests). Its
-    errors are ignored: the program's own compile reports what is wrong. A crash inside it
-    makes later compiles use the subprocess tools, as a crash of any compile does."""
-    global _warm_up_thread
-    preloading = _preload_thread
-    if preloading is None or _warm_up_thread is not None:
-        return
-    if os.environ.get(WARM_UP_ENV, "1") == "0" or os.environ.get(DEBUG_CRASH_ENV):
-        return
-
-    def run() -> None:
-        preloading.join()
-        if _loaded is None:
-            return  # the library did not load: the first compile says why
-        try:
-            compiles()
-        except Exception:  # noqa: BLE001 - reported by the program's own compile
-            pass
-
-    _warm_up_thread = threading.Thread(target=run, name="cofactor-warm-up")
-    _warm_up_thread.start()
 
 
 #: The thread that checks the Enzyme plugin ahead of the compile that needs it.
@@ -222,9 +185,8 @@ _compile_lock = threading.Lock()
 
 
 def _before_fork() -> None:
-    for thread in (_preload_thread, _warm_up_thread):
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
+    if _preload_thread is not None and _preload_thread is not threading.current_thread():
+        _preload_thread.join()
     _wait_for_plugin_check()
     _compile_lock.acquire()
 
