@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cofactor import cache as disk_cache
-from cofactor import native_compiler, toolchain, warm_up
+from cofactor import native_compiler, toolchain
 from cofactor.errors import CompileError
 
 #: cofactor-opt passes from the frontend's dialects down to the LLVM dialect
@@ -540,14 +540,3 @@ def _unlink_quietly(path: Path) -> None:
     except OSError:
         pass
 
-
-def _warm_up() -> None:
-    """The warm-up compiles (cofactor.warm_up) in process, in the preload's wake. The one
-    with a gradient loads the Enzyme plugin, so it runs only for the pinned plugin: a
-    plugin of one's own (COFACTOR_ENZYME_PLUGIN) is loaded by the first compile that needs
-    it, as before, and may still be chosen after `import cofactor`."""
-    with_enzyme = not os.environ.get(toolchain.TOOLS["enzyme"].env_var)
-    warm_up.compile_all(lambda text, output: _native(text, output, False), with_enzyme)
-
-
-native_compiler.after_preload(_warm_up)
