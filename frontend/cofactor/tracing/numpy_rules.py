@@ -26,6 +26,7 @@ import numpy as np
 from cofactor.errors import CompileError, CompileTypeError, CompileValueError
 from cofactor.ir.builder import memref_type
 from cofactor.tracing import array_rules, array_views, context
+from cofactor.tracing.aliasing import VIEW_FUNCTIONS, share_memory, written
 from cofactor.tracing.array_loops import in_memory, select_scalar
 from cofactor.tracing.element_rules import UFUNC_RULES
 from cofactor.tracing.scalars import (  # re-exported: other modules import them from here
@@ -106,6 +107,7 @@ def _ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict, o
     target = outs[0]
     new = inplace_result(target, array_ufunc(ufunc, method, inputs, kwargs), ufunc.__name__)
     target._elems, target._memref = new.elems, None
+    written(target)
     return target
 
 
@@ -541,7 +543,11 @@ def array_function(func: Callable, args: tuple, kwargs: dict) -> Any:
         raise CompileError(
             f"{name} is not supported on traced values by cofactor" + (f"; {hint}" if hint else "")
         )
-    return rule(*args, **kwargs)
+    result = rule(*args, **kwargs)
+    if func in VIEW_FUNCTIONS and args and isinstance(args[0], Tracer):
+        if isinstance(result, Tracer):
+            share_memory(args[0], result)  # numpy's result is a view: tracing/aliasing.py
+    return result
 
 
 __all__ = [

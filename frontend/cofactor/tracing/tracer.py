@@ -59,7 +59,8 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
     """A traced numpy array (or scalar, shape ())."""
 
     __array_priority__ = 1000
-    __slots__ = ("_elems", "_memref", "_shape", "dtype")
+    # (_group: the arrays sharing memory with this one in numpy, tracing/aliasing.py)
+    __slots__ = ("_elems", "_memref", "_shape", "dtype", "_group", "__weakref__")
 
     def __init__(
         self,
@@ -73,6 +74,7 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
         self._elems = elems
         self._memref = memref
         self._shape = tuple(elems.shape) if elems is not None else tuple(shape or ())
+        self._group: list | None = None
 
     # -- constructors ------------------------------------------------------------------
     @classmethod
