@@ -219,6 +219,14 @@ def test_refusals_say_what_to_do() -> None:
     with pytest.raises(CompileError):
         cofactor.qjit(to_a_plain_array)(X)
 
+    def augmented_slice(x):
+        y = np.zeros(4)
+        y[1:] += x[1:]  # numpy's y[1:] is a view written in place: not followed
+        return y
+
+    with pytest.raises(CompileError, match=r"y\[k\] = y\[k\] \+ x"):
+        cofactor.qjit(augmented_slice)(X)
+
 
 def test_outside_qjit_numpy_is_untouched() -> None:
     cofactor.qjit(slices)(X)

@@ -112,7 +112,7 @@ def getitem(t: Tracer, key: Any) -> Tracer:
     """`t[key]`: static keys index the element array; traced integer keys load from memory.
     A basic key (integers, slices, None, ...) makes a view in numpy (tracing/aliasing.py)."""
     result = _getitem(t, key)
-    if _is_basic_key(key):
+    if result._shape and _is_basic_key(key):  # (x[i] of a vector: a number, no view)
         share_memory(t, result)
     return result
 

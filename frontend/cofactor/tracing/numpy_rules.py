@@ -102,7 +102,8 @@ def _ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict, o
     if len(outs) != 1 or not isinstance(outs[0], Tracer):
         raise CompileError(
             f"numpy.{ufunc.__name__}(..., out=...) on traced values needs one traced array as "
-            f"`out`; write `c = numpy.{ufunc.__name__}(a, b)` instead"
+            f"`out`; write `c = numpy.{ufunc.__name__}(a, b)` instead (for `y[k] += x` into a "
+            "numpy array, `y[k] = y[k] + x`)"
         )
     target = outs[0]
     new = inplace_result(target, array_ufunc(ufunc, method, inputs, kwargs), ufunc.__name__)
