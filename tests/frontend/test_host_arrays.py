@@ -193,6 +193,14 @@ def test_refusals_say_what_to_do() -> None:
     with pytest.raises(TypeError, match="cannot write complex values"):
         cofactor.qjit(complex_into_float)(X)
 
+    def complex_added_to_float(x):
+        y = np.zeros(4)
+        y += x * 1j  # numpy: UFuncTypeError (same_kind casting)
+        return y
+
+    with pytest.raises(TypeError, match="same_kind"):
+        cofactor.qjit(complex_added_to_float)(X)
+
     def live_view(x):
         y = np.zeros(4)
         v = y[:2]  # numpy's view would show the traced value written next

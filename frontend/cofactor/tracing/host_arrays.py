@@ -61,7 +61,7 @@ class HostArray(NDArrayOperatorsMixin):
     # -- writes ------------------------------------------------------------------------
     def __setitem__(self, key: Any, value: Any) -> None:
         if self._tracer is None and not _is_traced(key) and not _is_traced(value):
-            self._array[key] = _plain(value)  # type: ignore[index]
+            self._array[_unwrap(key)] = _unwrap(value)  # type: ignore[index]
             return
         target = self._traced("writing a traced value into it")
         _check_complex(value, target.dtype)
@@ -97,8 +97,7 @@ class HostArray(NDArrayOperatorsMixin):
         mine = [o for o in outs if isinstance(o, HostArray)]
         if any(_is_traced(x) for x in inputs) or any(o._tracer is not None for o in mine):
             for o in mine:  # `y += x` with a traced x: y becomes traced, updated in place
-                o._traced(f"numpy.{ufunc.__name__} with out=")
-                _check_complex_ufunc(ufunc, inputs, o._tracer.dtype)
+                o._traced(f"numpy.{ufunc.__name__} with out=")  # (casts: numpy's same_kind)
         if outs:
             kwargs["out"] = tuple(_unwrap(o) for o in outs)
         result = getattr(ufunc, method)(*map(_unwrap, inputs), **kwargs)
@@ -181,16 +180,11 @@ def _unwrap(x: Any) -> Any:
     """`x` with every HostArray replaced by what it holds (containers rebuilt)."""
     if isinstance(x, HostArray):
         return x.value
-    if isinstance(x, list | tuple):
-        items = [_unwrap(v) for v in x]
-        return items if isinstance(x, list) else type(x)(items) if type(x) is tuple else x
+    if type(x) in (list, tuple):
+        return type(x)(_unwrap(v) for v in x)
     if isinstance(x, dict):
         return {k: _unwrap(v) for k, v in x.items()}
     return x
-
-
-def _plain(value: Any) -> Any:
-    return _unwrap(value)
 
 
 def _fresh(result: Any) -> Any:
@@ -231,12 +225,6 @@ def _check_complex(value: Any, dtype: np.dtype) -> None:
             "TypeError for a complex number); make the array complex (dtype=complex) or "
             "write np.real(...) of the value"
         )
-
-
-def _check_complex_ufunc(ufunc: np.ufunc, inputs: tuple, dtype: np.dtype) -> None:
-    for x in inputs:
-        if not isinstance(x, HostArray):
-            _check_complex(x, dtype)
 
 
 # ----------------------------------------------------------------------------------------
