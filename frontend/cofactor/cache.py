@@ -64,9 +64,14 @@ def _warn(message: str) -> None:
 def root(*, create: bool = False) -> Path:
     """The cache folder, symbolic links resolved; raises UntrustedPathError when a folder
     above it could let another user swap it."""
-    base = Path(os.path.realpath(toolchain.cache_dir()))
+    return Path(_root(create=create))
+
+
+def _root(*, create: bool = False) -> str:
+    """`root` as a string (`lookup`, on the cached first call of a process: no pathlib)."""
+    base = os.path.realpath(toolchain.cache_dir_str())
     if create:
-        safefs.mkdir_private(base)
+        safefs.mkdir_private(Path(base))
     safefs.check_ancestors(base)
     return base
 
@@ -119,7 +124,7 @@ def _discard(kk_fd: int, key: str) -> None:
 def lookup(key: str) -> Path | None:
     """The verified library of entry `key`, or None (missing, refused or discarded)."""
     try:
-        base = root()
+        base = _root()
         kk_fd = safefs.open_dirs(base, ("kernels", key[:2]))
     except (FileNotFoundError, NotADirectoryError):
         return None

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from cofactor.errors import RuntimeExecutionError
+from cofactor.runtime_lib import Library
 
 _DESCRIPTOR_TYPES: dict[int, type[ctypes.Structure]] = {}
 
@@ -79,6 +80,13 @@ def _fill_descriptor(words: ctypes.Array, at: int, shape: tuple[int, ...]) -> No
         stride *= shape[i]
 
 
+#: A slot's descriptors of up to this many words (eight rank-1 memrefs, three of rank 3) lie
+#: in an array of one ctypes type made at import: a new array type (`c_int64 * n`, made
+#: once per length) cost ~50 us on the first call of a process.
+_SLOT_WORDS = 32
+_SlotWords = ctypes.c_int64 * _SLOT_WORDS
+
+
 class _Slot:
     """One set of descriptors and scalar buffers: what one call in flight writes to.
 
@@ -93,7 +101,8 @@ class _Slot:
         # the slot (ctypes keeps it) instead of a Structure class per rank, each a twentieth
         # of a millisecond to make on the first call of a process.
         shapes = [spec.memref_shape for spec in (*inputs, *outputs)]
-        words = (ctypes.c_int64 * sum(map(_descriptor_words, shapes)))()
+        size = sum(map(_descriptor_words, shapes))
+        words = (_SlotWords if size <= _SLOT_WORDS else ctypes.c_int64 * size)()
         base = ctypes.addressof(words)
         self._keep: list[Any] = [words]
         self.ptrs: list[int] = []
@@ -199,7 +208,7 @@ class Launcher:
         # the loaded copy by its name, without searching the library's RUNPATH (tens of
         # file lookups on the first call of a process).
         self._runtime = _runtime() if check_runtime else None
-        self.lib = ctypes.CDLL(str(so_path))
+        self.lib = Library(str(so_path))
         # not at interpreter exit: a daemon thread may still be running the code
         weakref.finalize(self.lib, _unload, self.lib._handle).atexit = False
         self._fn = self.lib[f"_mlir_ciface_{name}"]  # (not cached on self.lib)
@@ -282,7 +291,7 @@ def _runtime() -> ctypes.CDLL:
     """The runtime library (the one compiled programs link against), loaded once."""
     from cofactor import distributed, runtime_lib, toolchain
 
-    lib = runtime_lib.load_runtime(toolchain.find("runtime"))
+    lib = runtime_lib.load_runtime(toolchain.TOOLS["runtime"].locate())  # (a str: no pathlib)
     if distributed.requested():  # COFACTOR_MPI=1: an error on one rank ends every rank
         distributed.install_excepthook(lib)
     return lib

@@ -110,17 +110,41 @@ def library_path(path: str | os.PathLike[str] | None = None) -> Path:
 def load_runtime(path: str | os.PathLike[str] | None = None) -> RuntimeLibrary:
     """Loads the runtime (RTLD_GLOBAL); each cf_rt_* function gets its argtypes/restype
     (SIGNATURES) when it is first looked up."""
-    lib_path = library_path(path)
-    if not lib_path.is_file():
+    # (strings, not library_path's Path: the launcher loads the runtime on the first call
+    # of a process)
+    lib_path = (
+        os.fspath(path)
+        if path is not None
+        else os.environ.get("COFACTOR_RUNTIME_LIB") or _DEFAULT_LIBRARY_STR
+    )
+    if not os.path.isfile(lib_path):
         raise ToolchainNotFoundError(
             f"cofactor runtime library not found at {lib_path}; build it with `make setup` "
             "(or set COFACTOR_RUNTIME_LIB)"
         )
     check_threads_env()
-    return RuntimeLibrary(str(lib_path), mode=ctypes.RTLD_GLOBAL)
+    return RuntimeLibrary(lib_path, mode=ctypes.RTLD_GLOBAL)
 
 
-class RuntimeLibrary(ctypes.CDLL):
+_DEFAULT_LIBRARY_STR = str(DEFAULT_LIBRARY)
+
+
+class Library(ctypes.CDLL):
+    """`ctypes.CDLL(name, mode)`, with one function-pointer class for every library: CDLL
+    makes a class per library it loads (20-50 us each on the first call of a process, which
+    loads the runtime and a compiled library). Function pointers are the same: C calling
+    convention, `int` result until told otherwise, no errno capture."""
+
+    class _FuncPtr(ctypes._CFuncPtr):  # type: ignore[name-defined]
+        _flags_ = ctypes._FUNCFLAG_CDECL  # type: ignore[attr-defined]
+        _restype_ = ctypes.c_int
+
+    def __init__(self, name: str, mode: int = ctypes.DEFAULT_MODE) -> None:
+        self._name = name
+        self._handle = ctypes._dlopen(name, mode)  # type: ignore[attr-defined]
+
+
+class RuntimeLibrary(Library):
     """The runtime, each `cf_rt_*` function declared (restype/argtypes from SIGNATURES) on
     its first use: declaring all 40 when the library is loaded was a fifth of a millisecond
     of the first call of every process, which uses two or three of them."""

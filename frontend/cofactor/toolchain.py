@@ -29,10 +29,15 @@ SETUP_HINT = "Run `make setup` in the cofactor repository to install and build t
 def cache_dir() -> Path:
     """cofactor's cache of compiled libraries: $COFACTOR_CACHE_DIR, else
     $XDG_CACHE_HOME/cofactor (the Enzyme plugin is not there: see `enzyme_plugin.data_dir`)."""
+    return Path(cache_dir_str())
+
+
+def cache_dir_str() -> str:
+    """`cache_dir` as a string (the cache's lookup on a cached first call: no pathlib)."""
     if env := os.environ.get("COFACTOR_CACHE_DIR"):
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "cofactor"
+        return env
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "cofactor")
 
 
 def build_dir() -> Path:

@@ -5,6 +5,7 @@ the cached first call never prints the module."""
 
 from __future__ import annotations
 
+import enum
 import os
 import subprocess
 import sys
@@ -16,22 +17,30 @@ import pytest
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseArrayBase,
     DictionaryAttr,
     FloatAttr,
+    FunctionType,
+    IndexType,
+    IntAttr,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     ModuleOp,
     Signedness,
     StringAttr,
+    SymbolRefAttr,
+    UnitAttr,
     f32,
     f64,
+    i1,
     i32,
     i64,
 )
-from xdsl.ir import Block, Region
+from xdsl.ir import Attribute, Block, Data, ParametrizedAttribute, Region
 
 from cofactor import cond, for_loop, qjit
-from cofactor.ir import traced
+from cofactor.ir import fingerprint, traced
 from cofactor.ir.fingerprint import attribute_token, module_fingerprint
 from cofactor.jit import QJIT
 from cofactor.launcher import BufferSpec
@@ -238,6 +247,67 @@ def test_attribute_tokens_tell_values_apart():
     tokens = [attribute_token(a) for a in attributes]
     assert len(set(tokens)) == len(attributes)
     assert attribute_token(FloatAttr(1.0, f64)) == tokens[4]
+
+
+def _reference_token(value: object) -> str:
+    """The token grammar of `cofactor.ir.fingerprint` (its docstring), written plainly."""
+    cls = type(value)
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    if isinstance(value, ParametrizedAttribute):
+        tokens = [_reference_token(p) for p in value.parameters]
+        return f"{name}<{value.name}>({len(tokens)}{''.join(f'|{len(t)}:{t}' for t in tokens)})"
+    if isinstance(value, Data):
+        inner = _reference_python(value.data)
+        if inner is not None:
+            return f"{name}<{value.name}>[{inner}]"
+    if isinstance(value, Attribute):
+        return f"{name}!{fingerprint._printed(value)!r}"
+    inner = _reference_python(value)
+    return inner if inner is not None else f"?{fingerprint._printed(value)!r}"
+
+
+def _reference_python(value: object) -> str | None:
+    if type(value) in (int, float, str, bytes, bool) or value is None:
+        return f"{type(value).__name__}:{value!r}"
+    if isinstance(value, Attribute):
+        return _reference_token(value)
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__module__}.{type(value).__qualname__}.{value.name}"
+    if type(value) in (tuple, list):
+        tokens = [_reference_token(v) for v in value]
+        seq = f"({len(tokens)}{''.join(f'|{len(t)}:{t}' for t in tokens)})"
+        return type(value).__name__ + seq
+    if type(value) is dict:
+        tokens = [_reference_token(x) for item in value.items() for x in item]
+        return f"dict({len(tokens)}{''.join(f'|{len(t)}:{t}' for t in tokens)})"
+    return None
+
+
+def test_attribute_tokens_follow_the_grammar():
+    # the token code writes the common cases out by hand: it must say what the grammar says
+    attributes = [
+        IntegerAttr(3, i64),
+        IntegerAttr(-7, IndexType()),
+        IntAttr(5),
+        StringAttr("quantum.gate"),
+        StringAttr('it\'s "quoted"'),
+        ArrayAttr([IntegerAttr(1, i32), StringAttr("x")]),
+        DictionaryAttr({"a": IntegerAttr(1, i64)}),
+        FloatAttr(0.1, f64),
+        FloatAttr(-0.0, f32),
+        MemRefType(f64, [2, 4, 2]),
+        FunctionType.from_lists([MemRefType(f64, [3])], [f64]),
+        IntegerType(8, Signedness.UNSIGNED),
+        UnitAttr(),
+        SymbolRefAttr("circuit_1"),
+        DenseArrayBase.from_list(i64, [1, 2, 3]),
+        IntegerAttr(1, i1),
+    ]
+    for attr in attributes:
+        expected = _reference_token(attr)
+        fingerprint._TOKENS.pop(id(attr), None)
+        assert fingerprint.attribute_token(attr) == expected, attr
+        assert fingerprint.attribute_token(attr) == expected  # (cached by identity)
 
 
 def test_a_cached_first_call_does_not_print_the_module(monkeypatch):

@@ -45,3 +45,19 @@ def test_unknown_names_are_refused(runtime: runtime_lib.RuntimeLibrary) -> None:
     with pytest.raises(AttributeError):
         runtime.__wrapped__  # noqa: B018
     assert isinstance(runtime, ctypes.CDLL)
+
+
+def test_libraries_share_one_function_pointer_class_and_call_like_cdll() -> None:
+    libc = runtime_lib.Library("libc.so.6")
+    libm = runtime_lib.Library("libm.so.6")
+    plain = ctypes.CDLL("libc.so.6")
+    assert type(libc["abs"]) is type(libm["cos"])  # no class made per library
+    assert libc.abs(-7) == plain.abs(-7) == 7  # int result, C calling convention
+    cos = libm.cos
+    cos.restype, cos.argtypes = ctypes.c_double, [ctypes.c_double]
+    assert cos(0.0) == 1.0
+    assert libm.fabs.restype is ctypes.c_int  # a restype set on one pointer stays there
+    with pytest.raises(AttributeError):
+        libc["no_such_function_anywhere"]
+    with pytest.raises(OSError):
+        runtime_lib.Library("/nonexistent/libnothing.so")

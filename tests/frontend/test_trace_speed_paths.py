@@ -123,6 +123,40 @@ def test_an_element_read_many_times_is_loaded_once():
     assert np.isclose(qjit(circuit)(x), expected)
 
 
+def test_the_loads_of_an_argument_share_its_index_constants():
+    """Each index value is one `arith.constant` per array, above every load of the array,
+    whatever path loads (element reads, slices, complex elements) and in whatever order."""
+    dev = qml.device("default.qubit", wires=2)
+
+    @qml.qnode(dev)
+    def circuit(x, z):
+        for layer in (1, 0):
+            for w in range(2):
+                qml.RX(x[layer, w, 1], wires=w)
+                qml.RY(x[layer, w, 0], wires=w)
+        qml.RZ(np.real(z[1]) + np.sum(x[0, 1]), wires=0)
+        return qml.expval(qml.PauliZ(0))
+
+    specs = [BufferSpec((2, 2, 2), np.dtype(np.float64)), BufferSpec((2,), np.dtype(complex))]
+    text = _trace(circuit, specs)
+    body = text.split("func.func")[1]
+    lines = [ln.strip() for ln in body.splitlines()]
+    consts = [ln for ln in lines if ln.endswith(": index") and "arith.constant" in ln]
+    loads = [i for i, ln in enumerate(lines) if "memref.load" in ln]
+    # x: 0 and 1; z: 1 (the element) and 0, 1 (its real and imaginary parts)
+    assert sorted(c.split("constant ")[1] for c in consts) == sorted(["0 : index", "1 : index"] * 2)
+    assert len(loads) == 8 + 2
+    for i in loads:  # every index a load uses is defined above it
+        indices = lines[i].split("[")[1].split("]")[0].split(", ")
+        defined = {ln.split(" =")[0] for ln in lines[:i] if " = " in ln}
+        assert set(indices) <= defined, lines[i]
+
+    x = np.linspace(-1.0, 1.0, 8).reshape(2, 2, 2)
+    z = np.array([0.1 + 0.2j, -0.4 + 0.3j])
+    expected = qml.QNode(circuit.func, dev)(x, z)
+    assert np.isclose(qjit(circuit)(x, z), expected)
+
+
 def test_generic_op_builds_what_xdsl_create_builds():
     from xdsl.dialects.builtin import UnregisteredOp
 

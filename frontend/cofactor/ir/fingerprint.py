@@ -98,24 +98,45 @@ _KINDS: dict[type, str] = {}
 
 
 def _make_token(attr: Attribute) -> str:
+    # (the grammar of `_sequence`, `_value_token` and `_python_token`, with what a cached
+    # first call makes most, the attributes' parameters and int and str data, written out
+    # here: one call per attribute rather than five, each run once per process)
     cls = type(attr)
-    kind = _kind(cls)
+    info = _CLASS_INFO.get(cls)
+    if info is None:
+        info = _class_info(cls)
+    kind, class_name, fields = info
     if kind == "parametrized":
-        fields = _PARAMETER_FIELDS.get(cls)
-        if fields is None:  # (what `attr.parameters` reads, looked up once per class)
-            fields = _PARAMETER_FIELDS[cls] = tuple(
-                f for f, _ in cls.get_irdl_definition().parameters
-            )
-        parameters = [getattr(attr, f) for f in fields]
-        return f"{_class_name(cls)}<{attr.name}>{_sequence(parameters)}"
+        parts = []
+        for field in fields:
+            value = getattr(attr, field)
+            entry = _TOKENS.get(id(value))
+            token = entry[1] if entry is not None and entry[0] is value else _value_token(value)
+            parts.append(f"|{len(token)}:{token}")
+        return f"{class_name}<{attr.name}>({len(parts)}{''.join(parts)})"
     if kind == "data":
-        inner = _python_token(attr.data)
+        data = attr.data
+        data_type = type(data)
+        if data_type is int or data_type is str:
+            return f"{class_name}<{attr.name}>[{data_type.__name__}:{data!r}]"
+        inner = _python_token(data)
         if inner is not None:
-            return f"{_class_name(cls)}<{attr.name}>[{inner}]"
-    return f"{_class_name(cls)}!{_printed(attr)!r}"
+            return f"{class_name}<{attr.name}>[{inner}]"
+    return f"{class_name}!{_printed(attr)!r}"
 
 
-_PARAMETER_FIELDS: dict[type, tuple[str, ...]] = {}
+def _class_info(cls: type) -> tuple[str, str, tuple[str, ...]]:
+    """(kind, class name, parameter fields) of an attribute class, found once per class;
+    the fields are what `attr.parameters` reads."""
+    kind = _kind(cls)
+    fields = (
+        tuple(f for f, _ in cls.get_irdl_definition().parameters) if kind == "parametrized" else ()
+    )
+    info = _CLASS_INFO[cls] = (kind, _class_name(cls), fields)
+    return info
+
+
+_CLASS_INFO: dict[type, tuple[str, str, tuple[str, ...]]] = {}
 
 
 def _value_token(value: object) -> str:

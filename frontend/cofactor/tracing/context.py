@@ -167,30 +167,39 @@ _INTERCEPTED: dict[tuple[int, str], list[Any]] = {}
 _INTERCEPT_LOCK = threading.Lock()
 
 
-@contextlib.contextmanager
-def intercept(owner: Any, attr: str, make: Callable[[Any], Any]) -> Iterator[None]:
+class intercept:  # (lower case: used like the function it was, `with intercept(...)`)
     """Replace `owner.attr` by `make(original)` while at least one thread traces.
 
     The replacement is shared by every thread (attributes of classes and modules are
     process-wide), so it must dispatch on `is_tracing()`: in a thread that does not trace
     it has to behave exactly like the original. The first trace installs it, the last one
-    to finish puts the original back."""
-    key = (id(owner), attr)
-    with _INTERCEPT_LOCK:
-        entry = _INTERCEPTED.get(key)
-        if entry is None:
-            original = getattr(owner, attr)
-            entry = _INTERCEPTED[key] = [0, original]
-            setattr(owner, attr, make(original))
-        entry[0] += 1
-    try:
-        yield
-    finally:
+    to finish puts the original back. (A class rather than a generator context manager:
+    every trace enters eleven of them, on a cached first call too.)"""
+
+    __slots__ = ("_owner", "_attr", "_make", "_entry")
+
+    def __init__(self, owner: Any, attr: str, make: Callable[[Any], Any]) -> None:
+        self._owner, self._attr, self._make = owner, attr, make
+
+    def __enter__(self) -> None:
+        owner, attr = self._owner, self._attr
+        key = (id(owner), attr)
+        with _INTERCEPT_LOCK:
+            entry = _INTERCEPTED.get(key)
+            if entry is None:
+                original = getattr(owner, attr)
+                entry = _INTERCEPTED[key] = [0, original]
+                setattr(owner, attr, self._make(original))
+            entry[0] += 1
+        self._entry = entry
+
+    def __exit__(self, *exc_info: object) -> None:
+        entry = self._entry
         with _INTERCEPT_LOCK:
             entry[0] -= 1
             if entry[0] == 0:
-                del _INTERCEPTED[key]
-                setattr(owner, attr, entry[1])
+                del _INTERCEPTED[(id(self._owner), self._attr)]
+                setattr(self._owner, self._attr, entry[1])
 
 
 class EvaluationContext:

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import functools
 import numbers
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.rewriter import InsertPoint
 
 from cofactor.errors import CompileError
 from cofactor.ir.builder import index_constant_op, link_op, load_op
@@ -46,7 +44,7 @@ class _LazyMemref:
     """An array that lives in a memref: elements are loaded on first use, right after the op
     that made the memref's contents final (so the loads dominate every later use)."""
 
-    __slots__ = ("ref", "anchor", "loaded")
+    __slots__ = ("ref", "anchor", "loaded", "indices", "indices_end")
 
     def __init__(self, ref: SSAValue, anchor: Operation | Block) -> None:
         self.ref = ref
@@ -54,6 +52,12 @@ class _LazyMemref:
         # row-major position -> its Scalar: every load of an element sits at the same point
         # (right after the anchor), so one load serves every read (x[w] in a gate loop)
         self.loaded: dict[int, Scalar] = {}
+        # index value -> its `arith.constant`, shared by every load of this memref (16 reads
+        # x[l, w, k] made 38 constants, two fifths of a 4-qubit circuit's ops, each built,
+        # walked by the fingerprint, printed and lowered); the loads go right below the
+        # first constants made (`indices_end`), later constants above them (`_load_one`)
+        self.indices: dict[int, SSAValue] = {}
+        self.indices_end: Operation | None = None
 
 
 class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
@@ -346,60 +350,19 @@ def load_elements(
         scalar = loaded.get(flat)
         out[()] = scalar if scalar is not None else _load_one(lazy, shape, dtype, flat)
         return out
-    missing = [pos for pos in np.ndindex(*flat_ids.shape) if int(flat_ids[pos]) not in loaded]
-    if missing:
-        b = _builder_at_anchor(lazy)
-        try:
-            idx = _index_constants(b)
-            for pos in missing:
-                flat = int(flat_ids[pos])
-                if flat in loaded:  # an element selected twice
-                    continue
-                coords = [int(i) for i in np.unravel_index(flat, shape)]
-                loaded[flat] = _emit_load(b, lazy, coords, dtype, idx)
-        finally:
-            b.pop()
     for pos in np.ndindex(*flat_ids.shape):
-        out[pos] = loaded[int(flat_ids[pos])]
+        flat = int(flat_ids[pos])
+        scalar = loaded.get(flat)
+        out[pos] = scalar if scalar is not None else _load_one(lazy, shape, dtype, flat)
     return out
 
 
-def _builder_at_anchor(lazy: _LazyMemref) -> Any:
-    """The builder, pushed to insert right after the memref's anchor (the caller pops)."""
-    b = context.current().builder
-    if isinstance(lazy.anchor, Block):
-        b.push_at(InsertPoint.at_start(lazy.anchor))
-    else:
-        b.push_at(InsertPoint.after(lazy.anchor))
-    return b
-
-
-def _index_constants(b: Any) -> Callable[[int], SSAValue]:
-    """`idx(i)`: the index constant i, made once per load sequence (in first-use order)."""
-    cache: dict[int, SSAValue] = {}
-
-    def idx(i: int) -> SSAValue:
-        if i not in cache:
-            cache[i] = b.index(i)
-        return cache[i]
-
-    return idx
-
-
-def _emit_load(
-    b: Any, lazy: _LazyMemref, coords: list[int], dtype: np.dtype, idx: Callable[[int], SSAValue]
-) -> Scalar:
-    """The loads of the element at `coords` (a complex one: its real, then imaginary part)."""
-    ids = [idx(i) for i in coords]
-    if dtype == COMPLEX:
-        return Scalar((b.load(lazy.ref, [*ids, idx(0)]), b.load(lazy.ref, [*ids, idx(1)])), dtype)
-    return Scalar(b.load(lazy.ref, ids), dtype)
-
-
 def _load_one(lazy: _LazyMemref, shape: tuple[int, ...], dtype: np.dtype, flat: int) -> Scalar:
-    """`load_elements` of one element: the same ops (index constants in axis order, each
-    made once, then the load; a complex element: its real, then imaginary part), inserted
-    where `_builder_at_anchor` would insert them. Without numpy's index helpers and the
+    """The load of the element at row-major position `flat` (a complex one: its real, then
+    imaginary part), right after the memref's anchor, so that it dominates every later use.
+    Index constants are the memref's (`lazy.indices`): a new one goes at the top, right
+    after the anchor; the loads go below the first constants made (`lazy.indices_end`), so
+    every constant is above every load. Built without numpy's index helpers and the
     builder's insertion points, which cost more than the ops (`x[i, j, k]` is read once per
     gate angle)."""
     coords = []
@@ -410,30 +373,40 @@ def _load_one(lazy: _LazyMemref, shape: tuple[int, ...], dtype: np.dtype, flat: 
     coords.reverse()
     anchor = lazy.anchor
     if type(anchor) is Block:
-        block, before = anchor, anchor.first_op
+        block, top = anchor, anchor.first_op
     else:
-        block, before = anchor.parent_block(), anchor.next_op
+        block, top = anchor.parent_block(), anchor.next_op
         if block is None:
             raise ValueError("Operation insertion point must have a parent block")
-    consts: dict[int, SSAValue] = {}
-
-    def put(op: Operation) -> SSAValue:
-        link_op(op, block, before)
-        return op.results[0]
+    consts = lazy.indices
+    end = lazy.indices_end
+    if end is not None and end.parent is not block:  # (moved or erased since: start again)
+        consts.clear()
+        end = lazy.indices_end = None
 
     def idx(i: int) -> SSAValue:
         value = consts.get(i)
-        if value is None:
-            value = consts[i] = put(index_constant_op(i))
+        if value is None or value.owner.parent is not block:
+            op = index_constant_op(i)
+            link_op(op, block, top)
+            value = consts[i] = op.results[0]
         return value
 
     ref = lazy.ref
     ids = [idx(i) for i in coords]
     if dtype == COMPLEX:
-        re = put(load_op(ref, [*ids, idx(0)]))
-        scalar = Scalar((re, put(load_op(ref, [*ids, idx(1)]))), dtype)
+        ops = [load_op(ref, [*ids, idx(0)]), load_op(ref, [*ids, idx(1)])]
     else:
-        scalar = Scalar(put(load_op(ref, ids)), dtype)
+        ops = [load_op(ref, ids)]
+    if end is None and consts:  # the first constants: the last one made is the lowest
+        end = lazy.indices_end = block.last_op if top is None else top.prev_op
+    before = top if end is None else end.next_op
+    for op in ops:
+        link_op(op, block, before)
+    if dtype == COMPLEX:
+        scalar = Scalar((ops[0].results[0], ops[1].results[0]), dtype)
+    else:
+        scalar = Scalar(ops[0].results[0], dtype)
     lazy.loaded[flat] = scalar
     return scalar
 
