@@ -13,6 +13,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pennylane as qml
 from pennylane.ops.op_math.adjoint import create_adjoint_op
 from pennylane.ops.op_math.controlled import create_controlled_op
@@ -35,6 +36,16 @@ def measure(wires: Any, reset: bool = False, postselect: int | None = None) -> T
         # as Catalyst: an adjoint/ctrl region cannot contain a measurement
         raise ValueError(hybrid.MEASUREMENT_MESSAGE)
     # Catalyst's argument checks, with its exception type (TypeError)
+    if isinstance(wires, np.ndarray | Tracer) and np.ndim(wires) > 0:
+        # an array of one wire (e.g. measure(wires=w) for an argument w = np.array([0]))
+        if np.size(wires) != 1:
+            raise CompileTypeError(
+                f"Measure is only supported on 1 qubit, got an array of wires of shape "
+                f"{np.shape(wires)}: measure one wire per call"
+            )
+        wires = wires.reshape(-1)[0]
+        if isinstance(wires, np.generic):
+            wires = wires.item()
     listed = list(wires) if isinstance(wires, list | tuple | qml.wires.Wires) else [wires]
     if len(listed) != 1:
         raise CompileTypeError(
