@@ -216,3 +216,32 @@ def test_qnode_given_to_grad_and_vmap_is_converted():
     d1, d2, batch = qjit(autograph=True)(f)(0.5, np.array([0.5, -0.3]))
     assert np.isclose(d1, -np.sin(0.5)) and np.isclose(d2, -np.sin(0.5))
     np.testing.assert_allclose(batch, np.cos([0.5, -0.3]))
+
+
+def test_static_loops_run_in_python():
+    # Catalyst tries to compile these loops, fails and falls back to Python with a warning;
+    # cofactor runs loops over static ranges in Python from the start: the same values
+    dev = qml.device("default.qubit", wires=1)
+
+    def circuit():
+        params = [0.0, np.pi / 4, np.pi / 2]
+        for i in range(3):
+            qml.RY(params[i], wires=0)
+        for name in ["0", "1"]:
+            qml.RX(int(name) / 4 * np.pi, wires=0)
+        return qml.expval(qml.PauliZ(0))
+
+    assert np.isclose(qjit(autograph=True)(qml.QNode(circuit, dev))(), qml.QNode(circuit, dev)())
+
+    def growing():
+        arr = np.array([1, 2])
+        for _ in range(2):
+            arr = np.kron(arr, arr)  # the shape changes from one iteration to the next
+        text = "hi"
+        for i in range(1, 4):
+            text = text * i
+        return arr, len(text)
+
+    got = qjit(autograph=True)(growing)()
+    np.testing.assert_array_equal(got[0], growing()[0])
+    assert got[1] == growing()[1]
