@@ -203,6 +203,8 @@ def _call_wrapper(fn: Callable, args: tuple, kwargs: dict) -> Any:
 
     name = getattr(fn, "__name__", "the wrapper")
     if not args:
+        if kwargs:  # keyword arguments only (`grad(argnums=1)`, a decorator factory)
+            return fn(**kwargs)
         raise ValueError(f"{name} requires at least one argument")
     first = args[0]
     if isinstance(first, qml.operation.Operator):

@@ -128,6 +128,20 @@ def test_function_given_to_grad_is_converted(grad):
     assert jitted(-3.0) == 4.0
 
 
+def test_grad_as_a_decorator_factory_converts_the_function():
+    def product(x, y):
+        if x > 0:
+            return x * y
+        return -x * y
+
+    def f(x, y):
+        return cofactor.grad(product, argnums=1)(x, y), cofactor.grad(argnums=1)(product)(x, y)
+
+    jitted = qjit(autograph=True)(f)
+    assert jitted(2.0, 3.0) == (2.0, 2.0)
+    assert jitted(-4.0, 3.0) == (4.0, 4.0)
+
+
 @pytest.mark.parametrize("adjoint", [cofactor.adjoint, qml.adjoint])
 @pytest.mark.parametrize("ctrl", [cofactor.ctrl, qml.ctrl])
 def test_quantum_functions_given_to_adjoint_and_ctrl_are_converted(adjoint, ctrl):
