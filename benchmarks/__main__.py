@@ -107,6 +107,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--systems", default=",".join(SYSTEMS), help="comma-separated subset of " + str(SYSTEMS)
     )
     p.add_argument(
+        "--contention-systems",
+        default=None,
+        help="systems of the contention section only (default: --systems); its goals compare "
+        "cofactor with itself, so 'cofactor' alone halves the section's time",
+    )
+    p.add_argument(
         "--threads",
         type=int,
         default=1,
@@ -139,7 +145,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             p.error(f"unknown section {s!r}; choose from {', '.join(SECTIONS)}")
     args.scale_sizes = _parse_scale_sizes(p, args.scale_sizes)
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    for s in args.systems:
+    contention_systems = args.contention_systems
+    args.contention_systems = (
+        args.systems
+        if contention_systems is None
+        else [s.strip() for s in contention_systems.split(",") if s.strip()]
+    )
+    for s in [*args.systems, *args.contention_systems]:
         if s not in SYSTEMS:
             p.error(f"unknown system {s!r}; choose from {', '.join(SYSTEMS)}")
     return args
@@ -403,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg["scale_cap_s"] = args.scale_cap
     started = time.time()
     pythons = {"cofactor": sys.executable}
-    needs_peers = any(s != "cofactor" for s in args.systems)
+    needs_peers = any(s != "cofactor" for s in [*args.systems, *args.contention_systems])
     peers_error = None
     if needs_peers:
         try:

@@ -177,7 +177,7 @@ def run_section(runner: Any) -> dict:
     from benchmarks import env
 
     cfg = runner.cfg
-    systems = [s for s in ("cofactor", "catalyst") if s in runner.args.systems]
+    systems = [s for s in ("cofactor", "catalyst") if s in runner.args.contention_systems]
     cases = [("sel", n) for n in cfg["contention_n"]] + [("long", LONG_N)]
     out: dict = {"cpus": cpu_count(), "loads": {}}
     for load in LOADS:

@@ -12,6 +12,10 @@ primitives on top of cofactor's control flow:
 - `for i in range(...)` with a traced bound -> `cofactor.for_loop`; other loops (Python
   ranges, lists, arrays) run in Python, unrolled at trace time.
 - `while` whose test is traced -> `cofactor.while_loop`; otherwise a Python loop.
+- `x[i] = v`, `x[i] += v` and `x[i]` (malt's list and slice conversion, enabled as in
+  Catalyst): a numpy array written with a traced value or indexed by a traced index becomes
+  a traced copy (numpy's own `__setitem__`/`__getitem__` would need the values); other
+  targets (traced arrays, lists, dicts) are indexed as written.
 
 Functions called from a converted function are converted too when they are user code
 (`converted_call`, as malt and Catalyst do): plain functions, methods, `functools.partial`s
@@ -26,6 +30,7 @@ import builtins
 import copy
 import functools
 import inspect
+import operator
 import os
 import sysconfig
 import types
@@ -114,6 +119,19 @@ def _is_user_code(fn: Any) -> bool:
     return not _in_stdlib(file)
 
 
+def _options(user_requested: bool) -> Any:
+    """malt's conversion options. The optional feature LISTS rewrites `x[i] = v`,
+    `x[i] += v` and `x[i]` into the `set_item` / `update_item_with_op` / `get_item`
+    primitives (and list idioms into malt's Python-list defaults), as Catalyst's does."""
+    from malt.core import converter
+
+    return converter.ConversionOptions(
+        recursive=True,
+        user_requested=user_requested,
+        optional_features=(converter.Feature.LISTS,),
+    )
+
+
 def _convert(target: Callable) -> Callable | None:
     """`target` (a Python function) converted, or None when malt cannot convert it (no
     source code, a generator, ...): then it runs as written, as in malt and Catalyst."""
@@ -123,9 +141,7 @@ def _convert(target: Callable) -> Callable | None:
         return None
     if target.__code__.co_filename == "<string>":  # exec'd code: no source to read
         return None
-    options = converter.ConversionOptions(
-        recursive=True, user_requested=False, optional_features=None
-    )
+    options = _options(user_requested=False)
     try:
         new_fn, _, _ = _transformer_instance().transform(target, converter.ProgramContext(options))
     except Exception:  # noqa: BLE001 - malt's own rule: what it cannot convert runs as-is
@@ -144,9 +160,9 @@ def converted_call(fn: Callable, args: tuple, kwargs: dict | None, *_: Any, **__
     from malt.impl.api import is_autograph_artifact
 
     if isinstance(fn, qml.QNode):
-        if _is_user_code(fn.func) and not is_autograph_artifact(fn.func):
-            return run_autograph(fn)(*args, **kwargs)
-        return fn(*args, **kwargs)
+        return _converted_qnode(fn)(*args, **kwargs)
+    if any(fn is w for w in _wrapper_functions()):
+        return _call_wrapper(fn, args, kwargs)
     if is_autograph_artifact(fn) or inspect.isclass(fn) or not _is_user_code(fn):
         return fn(*args, **kwargs)
     if inspect.isfunction(fn):
@@ -156,6 +172,55 @@ def converted_call(fn: Callable, args: tuple, kwargs: dict | None, *_: Any, **__
     func, self = (fn.__func__, fn.__self__) if inspect.ismethod(fn) else (type(fn).__call__, fn)
     new_fn = _convert(func) if _is_user_code(func) else None
     return fn(*args, **kwargs) if new_fn is None else new_fn(self, *args, **kwargs)
+
+
+def _converted_qnode(qnode: Any) -> Any:
+    from malt.impl.api import is_autograph_artifact
+
+    if _is_user_code(qnode.func) and not is_autograph_artifact(qnode.func):
+        return run_autograph(qnode)
+    return qnode
+
+
+@functools.cache
+def _wrapper_functions() -> tuple:
+    """Functions that take the user's function as their first argument (and call it while
+    tracing): that function is converted too, as Catalyst's autograph does."""
+    import pennylane as qml
+
+    import cofactor
+
+    names = ("adjoint", "ctrl", "grad", "value_and_grad", "jacobian", "vjp", "jvp", "vmap")
+    ours = tuple(getattr(cofactor, n) for n in names)
+    theirs = tuple(getattr(qml, n) for n in ("adjoint", "ctrl", "prod", "grad", "jacobian"))
+    return ours + theirs + (qml.vjp, qml.jvp)
+
+
+def _call_wrapper(fn: Callable, args: tuple, kwargs: dict) -> Any:
+    """`adjoint(f)`, `grad(f)`, ... in a converted function: `f` converted when it is user
+    code (an operator, a library function or a compiled object is passed as it is)."""
+    import pennylane as qml
+
+    name = getattr(fn, "__name__", "the wrapper")
+    if not args:
+        if kwargs:  # keyword arguments only (`grad(argnums=1)`, a decorator factory)
+            return fn(**kwargs)
+        raise ValueError(f"{name} requires at least one argument")
+    first = args[0]
+    if isinstance(first, qml.operation.Operator):
+        return fn(*args, **kwargs)
+    if not callable(first):
+        raise ValueError(f"First argument to {name} must be callable or an Operation")
+    if isinstance(first, qml.QNode):
+        first = _converted_qnode(first)
+    elif inspect.isfunction(first) and _is_user_code(first):
+        inner = first
+
+        @functools.wraps(inner)  # (its signature: argnums and argument checks see it)
+        def first(*a: Any, **k: Any) -> Any:
+            return converted_call(inner, a, k)
+
+    return fn(first, *args[1:], **kwargs)
 
 
 def _check_defined(values: tuple, names: tuple[str, ...], what: str) -> tuple:
@@ -267,6 +332,68 @@ def while_stmt(
     set_state(tuple(results))
 
 
+def _needs_tracer(target: Any, *values: Any) -> bool:
+    """A numpy array indexed by / written with a traced value: numpy cannot do it."""
+    from cofactor.tracing.tracer import _contains_traced
+
+    def traced(v: Any) -> bool:
+        if isinstance(v, slice):
+            return any(traced(p) for p in (v.start, v.stop, v.step))
+        if isinstance(v, tuple):
+            return any(traced(p) for p in v)
+        return _contains_traced(v)
+
+    return isinstance(target, np.ndarray) and any(traced(v) for v in values)
+
+
+def _traced_copy(target: np.ndarray) -> Any:
+    from cofactor.tracing.scalars import as_tracer
+
+    return as_tracer(target)
+
+
+def get_item(target: Any, key: Any, opts: Any = None) -> Any:
+    """`target[key]` in a converted function (a numpy constant indexed by a traced integer
+    is indexed as a traced array)."""
+    if _needs_tracer(target, key):
+        target = _traced_copy(target)
+    elif isinstance(target, list | tuple) and _is_traced(key):
+        raise CompileError(
+            f"a Python {type(target).__name__} indexed by a traced integer (e.g. a loop "
+            "variable of a loop with a traced bound): its elements are Python objects chosen "
+            "at trace time; make it an array (np.array(...)) to index it in compiled code"
+        )
+    return target[key]
+
+
+def set_item(target: Any, key: Any, value: Any) -> Any:
+    """`target[key] = value` in a converted function, which rebinds `target` to the result:
+    a numpy array written with a traced value (or at a traced index) becomes a traced copy
+    holding the update, as `x.at[key].set(value)` in Catalyst; other targets are updated
+    in place."""
+    if _needs_tracer(target, key, value):
+        target = _traced_copy(target)
+    target[key] = value
+    return target
+
+
+_AUGMENTED = {
+    "add": operator.iadd,
+    "sub": operator.isub,
+    "mult": operator.imul,
+    "div": operator.itruediv,
+    "pow": operator.ipow,
+}
+
+
+def update_item_with_op(target: Any, key: Any, value: Any, op: str) -> Any:
+    """`target[key] <op>= value` in a converted function (see `set_item`)."""
+    if _needs_tracer(target, key, value):
+        target = _traced_copy(target)
+    target[key] = _AUGMENTED[op](target[key], value)
+    return target
+
+
 def _logical(operands: tuple, array_fn: Callable, python_fn: Callable) -> Any:
     # As Catalyst's autograph: both operands are evaluated; all traced -> numpy's elementwise
     # logical op (traced bools); otherwise Python's operator (`static and traced` is the
@@ -304,6 +431,9 @@ _PRIMITIVES = {
     "and_": and_,
     "or_": or_,
     "not_": not_,
+    "get_item": get_item,
+    "set_item": set_item,
+    "update_item_with_op": update_item_with_op,
 }
 
 
@@ -353,9 +483,7 @@ def run_autograph(fn: Callable, include: tuple = ()) -> Callable:
         ) from err
     import pennylane as qml
 
-    options = converter.ConversionOptions(
-        recursive=True, user_requested=True, optional_features=None
-    )
+    options = _options(user_requested=True)
     target = fn.func if isinstance(fn, qml.QNode) else fn
     if not isinstance(fn, qml.QNode) and not inspect.isfunction(target):
         if not callable(target):
@@ -378,5 +506,6 @@ def run_autograph(fn: Callable, include: tuple = ()) -> Callable:
     if isinstance(fn, qml.QNode):
         qnode = copy.copy(fn)
         qnode.func = new_fn
+        qnode.ag_unconverted = fn  # the converted QNode names its source, as Catalyst's
         return qnode
     return new_fn

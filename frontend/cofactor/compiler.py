@@ -88,16 +88,21 @@ LOWERING_PASSES: tuple[str, ...] = (
 #: functions, which lets dse fold malloc + memset into calloc. Compile-time (callgrind,
 #: whole driver): -15 to -20% on those programs, O2's stage 2-3x cheaper; their results are
 #: bitwise the same and a call as fast (compiler/README.md, session 8).
-OPTIMIZE_PIPELINE = (
-    "module(inferattrs,cgscc(inline,function("
+_OPTIMIZE_PASSES = (
+    "inferattrs,cgscc(inline,function("
     "sroa,early-cse<memssa>,simplifycfg,instcombine,"
     "loop-mssa(loop-rotate,licm<allowspeculation>),loop(loop-idiom,loop-deletion),"
     "gvn,correlated-propagation,instcombine,memcpyopt,dse,adce,simplifycfg"
-    ")),globaldce)"
+    ")),globaldce"
 )
+OPTIMIZE_PIPELINE = f"module({_OPTIMIZE_PASSES})"
 #: Enzyme's PreserveNVVM step turns `__enzyme_register_gradient_*` globals into the
-#: metadata the enzyme pass reads; without it custom gradients are ignored.
-ENZYME_PIPELINE = f"preserve-nvvm,enzyme,{OPTIMIZE_PIPELINE}"
+#: metadata the enzyme pass reads; without it custom gradients are ignored. `always-inline`
+#: first: the in-process driver marks the gradients Enzyme generated `alwaysinline` (at
+#: their one call site), so that they are optimized once, in their caller, rather than on
+#: their own and again once inlined (compiler/Optimize.cpp, inlineGradientsFirst; the
+#: subprocess pipeline's `opt` marks nothing, and there the pass does nothing).
+ENZYME_PIPELINE = f"preserve-nvvm,enzyme,module(always-inline,{_OPTIMIZE_PASSES})"
 PLAIN_PIPELINE = OPTIMIZE_PIPELINE
 
 #: Code generation options. SelectionDAG's store merging is quadratic in the stores of one
@@ -108,7 +113,7 @@ PLAIN_PIPELINE = OPTIMIZE_PIPELINE
 LLC_FLAGS: tuple[str, ...] = ("-O2", "-combiner-store-merging=false")
 
 #: Bumped whenever the driver changes what it produces from the same IR.
-DRIVER_VERSION = "4"
+DRIVER_VERSION = "5"
 
 STAGE_FILES = {
     "mlir": "module.mlir",
@@ -534,3 +539,4 @@ def _unlink_quietly(path: Path) -> None:
         path.unlink()
     except OSError:
         pass
+

@@ -114,7 +114,7 @@ def _emit_printf(ctx: context.TraceContext, fmt: str, values: list[Any]) -> None
 
 def callback(fn: Any) -> Any:
     """A Python function called from compiled code for its side effects only (Catalyst's
-    `debug.callback`): it receives numpy arrays, its return value is ignored, and it is
+    `debug.callback`): it receives numpy arrays, must return None, and it is
     inactive under differentiation (no gradient flows through it).
 
         @cofactor.debug.callback

@@ -520,6 +520,10 @@ def qjit(
                 "PennyLane's program capture is enabled (qml.capture.enable()), which cofactor "
                 "does not support; call qml.capture.disable() or pass qjit(capture=False)"
             )
+    if autograph_include and not autograph:
+        raise CompileError(
+            "In order for 'autograph_include' to work, 'autograph' must be set to True"
+        )
     options = {
         "autograph": autograph,
         "autograph_include": tuple(autograph_include),

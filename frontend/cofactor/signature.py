@@ -75,6 +75,7 @@ def _leaf_spec(x: Any, where: str) -> BufferSpec:
     )
 
 
+_BUILTIN_NAMES = {t.__name__: t for t in _PY_SCALARS}
 _INT = _PY_SCALARS[int]
 _INT64_MAX = 2**63 - 1
 
@@ -339,9 +340,13 @@ def annotation_specs(fn: Callable, signature: inspect.Signature) -> tuple | None
         hints = inspect.get_annotations(fn, eval_str=True)
     except Exception:
         return None
+    # qml.grad(f) / qml.jacobian(f) have no __annotations__ but carry f's signature as
+    # __signature__ (its annotations are strings under `from __future__ import annotations`)
+    carried = not hints and getattr(fn, "__signature__", None) is not None
     specs = []
     for p in params:
-        ann = hints.get(p.name)
+        ann = p.annotation if carried else hints.get(p.name)
+        ann = _BUILTIN_NAMES.get(ann, ann) if isinstance(ann, str) else ann
         if ann in _PY_SCALARS:
             specs.append(BufferSpec((), _PY_SCALARS[ann]))
         elif hasattr(ann, "shape") and hasattr(ann, "dtype"):

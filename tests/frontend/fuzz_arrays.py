@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pennylane as qml
-from fuzz_arrays_ops import DIMS, expression, index
+from fuzz_arrays_ops import DIMS, _shape_text, expression, index
 from hypothesis import strategies as st
 
 #: values above this are not kept (exp of a product, prod of many numbers)
@@ -227,11 +227,24 @@ def array_programs(draw, max_statements: int = 6, large: bool = False) -> ArrayP
             if update is None:
                 continue
             source, statement = update
-            scope = {**env, name: env[source].copy()}
+            # the array written into: a copy, or one of numpy's constructors (A9)
+            shape = _shape_text(env[source].shape)
+            start = draw(
+                st.sampled_from(
+                    [
+                        f"{source}.copy()",
+                        f"{source}.copy()",
+                        f"np.zeros({shape})",
+                        f"np.ones_like({source})",
+                        f"np.full({shape}, 0.25)",
+                    ]
+                )
+            )
+            scope = {**env, name: evaluate(env, start)}
             value = evaluate(scope, name, statement)
             if value is None:
                 continue
-            p.body += [(name, f"{source}.copy()"), (None, statement)]
+            p.body += [(name, start), (None, statement)]
         else:
             expr = draw(expression(env))
             value = evaluate(env, expr)

@@ -93,6 +93,16 @@ class ZCond:
 
 
 @dataclass
+class ZFill:
+    """`w = np.zeros(size)`, element and slice writes into it (`w[i] = s`, `w[i] += s`,
+    `w[a:b] = v[a:b]`), then `z = w + 0.5 * z`. The plain version stacks each element's
+    final expression (autograd cannot differentiate writes into arrays)."""
+
+    writes: list  # the compiled statements, `w[...] ...`
+    elements: list  # per element of w: its final value, an expression
+
+
+@dataclass
 class Program:
     wires: int
     size: int  # length of the input vector x
@@ -108,6 +118,9 @@ class Program:
     y: float = 0.5  # a scalar second argument, used by the pre-processing
     argnums: int | tuple[int, ...] = 0  # what grad/jacobian differentiate: x (0), y (1)
     value_and_grad: bool = False  # cofactor.value_and_grad instead of grad
+    #: a second QNode (its wires, body and one expectation value), a term of cost
+    circuit2: tuple[int, list, str] | None = None
+    vmap: bool = False  # also cost vmapped over two inputs (cofactor.vmap)
 
     @property
     def differentiable(self) -> bool:
@@ -261,6 +274,14 @@ class _Writer:
             self.emit(ind, f"def {fn}({v}, z):")
             self.emit(ind + 1, f"return {v} + 1, {ins.expr}")
             self.emit(ind, f"_, z = {fn}(0, z)")
+        elif isinstance(ins, ZFill):
+            if not c:
+                self.emit(ind, f"z = np.stack([{', '.join(ins.elements)}]) + 0.5 * z")
+                return
+            self.emit(ind, f"w = np.zeros({len(ins.elements)})")
+            for write in ins.writes:
+                self.emit(ind, write)
+            self.emit(ind, "z = w + 0.5 * z")
         elif isinstance(ins, ZCond):
             if not c:
                 self.emit(ind, f"z = ({ins.then}) if {ins.pred} else ({ins.other})")
@@ -275,6 +296,10 @@ class _Writer:
             self.emit(ind, f"z = {fn}()")
         else:  # pragma: no cover
             raise TypeError(ins)
+
+
+#: the inputs of the vmapped cost: x and a shifted copy
+VMAP_BATCH = "np.stack([x, x * 0.5 + 0.1])"
 
 
 def render(p: Program, compiled: bool) -> str:
@@ -293,6 +318,15 @@ def render(p: Program, compiled: bool) -> str:
     w.emit(0, "def circuit(z, x):")
     w.body(1, p.body)
     w.emit(1, f"return {', '.join(text for _, text in p.measurements)}")
+    if p.circuit2 is not None:
+        wires2, body2, measurement2 = p.circuit2
+        w.emit(0, "")
+        w.emit(0, f'dev2 = qml.device("default.qubit", wires={wires2})')
+        w.emit(0, "")
+        w.emit(0, f'@qml.qnode(dev2, diff_method="{method}")')
+        w.emit(0, "def circuit2(z, x):")
+        w.body(1, body2)
+        w.emit(1, f"return {measurement2}")
     names = ", ".join(f"r{k}" for k in range(len(p.measurements)))
     for fn, expr in (("cost", " + ".join(p.post)), ("vector", p.vector)):
         if expr is None:
@@ -304,6 +338,8 @@ def render(p: Program, compiled: bool) -> str:
             # the same QNode called twice, with other arguments
             w.emit(1, f"{names.replace('r', 's')} = circuit(np.sin(pre(x, y)), x * 0.5)")
             expr = f"{expr} + 0.5 * ({p.second})"
+        if p.circuit2 is not None:
+            expr = f"{expr} + 0.3 * circuit2(np.cos(pre(x, y)), x)"
         w.emit(1, f"return {expr}")
     if compiled:
         values = ["cost(x, y)", "circuit(pre(x, y), x)"]
@@ -314,6 +350,8 @@ def render(p: Program, compiled: bool) -> str:
             grads.append(f"cofactor.{transform}(cost{argnums})(x, y)")
             if p.vector is not None:
                 grads.append(f"cofactor.jacobian(vector{argnums})(x, y)")
+        if p.vmap:  # last: test_fuzz.compiled reads it from the end
+            grads.append(f"cofactor.vmap(cost, in_axes=(0, None))({VMAP_BATCH}, y)")
         groups = [("workflow", values + grads)]
         if p.split and grads:
             groups = [("values", values), ("gradients", grads)]

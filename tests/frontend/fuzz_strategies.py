@@ -13,6 +13,7 @@ from fuzz_programs import (
     While,
     ZAssign,
     ZCond,
+    ZFill,
     ZFor,
     ZWhile,
 )
@@ -302,10 +303,15 @@ def pauli_word(draw, wires: int):
 
 
 @st.composite
-def measurement(draw, wires: int, kinds: list[str], identity_terms: bool = True):
+def measurement(draw, wires: int, kinds: list[str], identity_terms: bool = True, size: int = 2):
     kind = draw(st.sampled_from(kinds))
     if kind == "expval":
         return kind, f"qml.expval({draw(pauli_word(wires))})"
+    if kind == "hamiltonian_traced":  # coefficients computed from the QNode's inputs
+        n = draw(st.integers(1, 3))
+        coeffs = [draw(scalar_expr(size, (), (), depth=1)) for _ in range(n)]
+        ops = [draw(pauli_word(wires)) for _ in range(n)]
+        return "expval", f"qml.expval(qml.Hamiltonian([{', '.join(coeffs)}], [{', '.join(ops)}]))"
     if kind in ("hamiltonian", "var_hamiltonian"):
         terms = [
             f"{draw(_COEF)} * ({draw(pauli_word(wires))})" for _ in range(draw(st.integers(1, 3)))
@@ -365,14 +371,15 @@ def programs(
     diff_method = draw(st.sampled_from(["adjoint", "parameter-shift", "best"]))
     grad_only = draw(st.integers(0, 2)) > 0  # mostly differentiable programs
     if grad_only and diff_method == "adjoint":
-        kinds = ["expval", "hamiltonian"]
+        kinds = ["expval", "hamiltonian", "hamiltonian_traced"]
     elif grad_only:
-        kinds = ["expval", "hamiltonian", "probs"]
+        kinds = ["expval", "hamiltonian", "hamiltonian_traced", "probs"]
     else:
-        kinds = ["expval", "hamiltonian", "probs", "var", "var_hamiltonian", "state"]
+        kinds = ["expval", "hamiltonian", "hamiltonian_traced", "probs", "var"]
+        kinds += ["var_hamiltonian", "state"]
     pre = []
     for _ in range(draw(st.integers(0, 3))):
-        kind = draw(st.integers(0, 5))
+        kind = draw(st.integers(0, 6))
         if kind <= 2:
             pre.append(ZAssign(draw(vector_expr(size))))
         elif kind == 3:
@@ -385,12 +392,17 @@ def programs(
                 )
             count = draw(st.integers(0, 3)) + 3 * (extra is not None)
             pre.append(ZWhile("j", count, draw(vector_expr(size, "j")), extra))
-        else:
+        elif kind == 5:
             pre.append(
                 ZCond(draw(predicate(size, ())), draw(vector_expr(size)), draw(vector_expr(size)))
             )
+        else:
+            pre.append(draw(fill(size)))
     body = draw(instructions(size, tuple(range(wires)), block_cf=block_control_flow))
-    ms = [draw(measurement(wires, kinds, identity_terms)) for _ in range(draw(st.integers(1, 3)))]
+    ms = [
+        draw(measurement(wires, kinds, identity_terms, size))
+        for _ in range(draw(st.integers(1, 3)))
+    ]
     post = [_post_term(draw, k, kind, size) for k, (kind, _) in enumerate(ms)]
     vector = None
     probs = [k for k, (kind, _) in enumerate(ms) if kind == "probs"]
@@ -405,6 +417,42 @@ def programs(
     y = draw(_X)
     argnums = draw(st.sampled_from([0, 0, 1, (0, 1), (1, 0)][: 5 if unsorted_argnums else 4]))
     vag = draw(st.booleans())
+    circuit2 = None
+    if draw(st.integers(0, 3)) == 0:  # a second QNode, on its own device
+        wires2 = draw(st.integers(1, 3))
+        body2 = draw(
+            instructions(size, tuple(range(wires2)), max_len=3, block_cf=block_control_flow)
+        )
+        m2 = draw(measurement(wires2, ["expval", "hamiltonian_traced"], identity_terms, size))[1]
+        circuit2 = (wires2, body2, m2)
+    vmap = draw(st.integers(0, 3)) == 0
     return Program(
-        wires, size, diff_method, pre, body, ms, post, vector, x, split, second, y, argnums, vag
-    )
+        wires, size, diff_method, pre, body, ms, post, vector, x, split, second, y, argnums, vag,
+        circuit2, vmap,
+    )  # fmt: skip
+
+
+@st.composite
+def fill(draw, size: int) -> ZFill:
+    """Writes into `w = np.zeros(size)` (numpy arrays made in the program, A9)."""
+    writes: list[str] = []
+    elements = ["(0.0 * x[0])"] * size
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.integers(0, 2))
+        if kind == 2 and size > 1:
+            a = draw(st.integers(0, size - 2))
+            b = draw(st.integers(a + 1, size))
+            v = draw(vector_expr(size))
+            writes.append(f"w[{a}:{b}] = ({v})[{a}:{b}]")
+            for i in range(a, b):
+                elements[i] = f"({v})[{i}]"
+            continue
+        i = draw(st.integers(-size, size - 1))
+        expr = draw(scalar_expr(size, (), (), depth=1))
+        if kind == 0:
+            writes.append(f"w[{i}] = {expr}")
+            elements[i] = f"({expr})"
+        else:
+            writes.append(f"w[{i}] += {expr}")
+            elements[i] = f"({elements[i]} + {expr})"
+    return ZFill(writes, elements)

@@ -373,6 +373,26 @@ def test_a_wrong_cotangent_from_bwd_is_raised():
 
 
 def test_callback_needs_a_result_type():
+    # a CompileError, and Catalyst's TypeError with its words
     with pytest.raises(CompileError, match="result type"):
         pure_callback(lambda x: x)
+    with pytest.raises(TypeError, match="requires return types to be passed in"):
+        pure_callback(lambda x: x)
     assert cofactor.pure_callback(lambda x: x, float)(2.0) == 2.0
+
+
+def test_debug_callback_must_return_none():
+    seen = []
+
+    def log_and_return(a):
+        seen.append(float(a))
+        return 1
+
+    @qjit
+    def f(x):
+        debug.callback(log_and_return)(x)
+        return x
+
+    with pytest.raises(ValueError, match="debug.callback is expected to return None"):
+        f(2.0)
+    assert seen == [2.0]  # it ran, at run time, before the check

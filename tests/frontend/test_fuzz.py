@@ -24,7 +24,7 @@ import os
 import numpy as np
 import pennylane as qml
 import pytest
-from fuzz_programs import Program, render, reproducer
+from fuzz_programs import VMAP_BATCH, Program, render, reproducer
 from fuzz_strategies import programs
 from hypothesis import HealthCheck, Phase, assume, given, note, seed, settings
 
@@ -86,12 +86,18 @@ def reference(p: Program) -> dict[str, list]:
         out["grad"] = [cost, *g] if p.value_and_grad else g
         if p.vector is not None:
             out["jacobian"] = _arguments(p, qml.jacobian(ns["vector"], argnums=[0, 1])(xd, yd))
+    if p.vmap:
+        batch = eval(VMAP_BATCH, {"np": np, "x": np.array(p.x)})  # noqa: S307 (our text)
+        out["vmap"] = [np.stack([np.asarray(ns["cost"](pnp.array(b), y)) for b in batch])]
     return out
 
 
 def compiled(p: Program) -> dict[str, list]:
     ns = _namespace(p, compiled=True)
     got = ns["workflow"](np.array(p.x), p.y)
+    vmapped = None
+    if p.vmap:  # the last output
+        got, vmapped = got[:-1], got[-1]
     out = {"cost": [np.asarray(got[0])], "circuit": _leaves(got[1])}
     if p.differentiable:
         g = got[2]
@@ -99,6 +105,8 @@ def compiled(p: Program) -> dict[str, list]:
         if p.vector is not None:
             out["jacobian"] = _leaves(got[3])
     assert len(got) == len(out), f"workflow returned {len(got)} values, expected {len(out)}"
+    if vmapped is not None:
+        out["vmap"] = [np.asarray(vmapped)]
     return out
 
 
@@ -110,7 +118,7 @@ def check(p: Program) -> None:
     for name, e in expected.items():
         g = got[name]
         assert len(g) == len(e), f"{name}: {len(g)} results, expected {len(e)}"
-        tol = VALUE_TOL if name in ("cost", "circuit") else GRAD_TOL
+        tol = VALUE_TOL if name in ("cost", "circuit", "vmap") else GRAD_TOL
         for k, (ek, gk) in enumerate(zip(e, g, strict=True)):
             assert gk.shape == ek.shape, f"{name} result {k}: shape {gk.shape}, expected {ek.shape}"
             np.testing.assert_allclose(gk, ek, rtol=tol, atol=tol, err_msg=f"{name} result {k}")

@@ -482,3 +482,26 @@ def test_wires_of_nested_ctrl_regions_on_traced_wires_come_back_as_ints():
 
     assert circuit(0.1, 0, 1, 2, 3) == qml.wires.Wires([2, 0, 3, 1])
     assert circuit(0.1, 3, 2, 1, 0) == qml.wires.Wires([1, 3, 0, 2])
+
+
+def test_ctrl_control_values_must_match_the_control_wires():
+    def rotate():
+        qml.RX(0.3, wires=0)
+
+    with pytest.raises(ValueError, match=r"Length of the control_values \(1\)"):
+        cofactor.ctrl(rotate, (1, 2), [True])
+    with pytest.raises(ValueError, match=r"number of control wires \(1\)"):
+        cofactor.ctrl(qml.RX(0.3, wires=0), 1, [True, False])
+
+    dev = qml.device("default.qubit", wires=3)
+
+    def circuit(values):
+        qml.PauliX(1)
+        cofactor.ctrl(rotate, [1, 2], np.array([True, False]))()
+        cofactor.ctrl(rotate, [1, 2], values)()
+        return qml.state()
+
+    values = np.array([1, 0])
+    np.testing.assert_allclose(
+        cofactor.qjit(qml.QNode(circuit, dev))(values), qml.QNode(circuit, dev)(values), atol=1e-12
+    )

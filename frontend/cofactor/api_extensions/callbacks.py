@@ -39,7 +39,12 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, StringAttr, UnitAttr, i64
 
-from cofactor.errors import CompileError, DifferentiableCompileError, RuntimeExecutionError
+from cofactor.errors import (
+    CompileError,
+    CompileTypeError,
+    DifferentiableCompileError,
+    RuntimeExecutionError,
+)
 from cofactor.ir.builder import memref_type
 from cofactor.launcher import BufferSpec
 from cofactor.tracing import context, pytree
@@ -354,8 +359,9 @@ class PureCallback:
                 hints = {}
             result_type = hints.get("return")
         if result_type is None:
-            raise CompileError(
-                f"pure_callback {self.name}: give the result type, either as "
+            raise CompileTypeError(  # (Catalyst's words and type, then ours)
+                "A function using pure_callback requires return types to be passed in as a "
+                f"parameter or type annotation: give {self.name}'s result type, either as "
                 "pure_callback(fn, result_type) or as a return annotation (-> float, "
                 "-> cofactor.ShapeDtype((3,), float), ...)"
             )
@@ -465,8 +471,8 @@ def _leaves_like(tree: Any, value: Any, what: str) -> list[Any]:
 
 
 class DebugCallback:
-    """A side-effect-only callback (`cofactor.debug.callback`): no results, inactive
-    under differentiation."""
+    """A side-effect-only callback (`cofactor.debug.callback`): no results (the function
+    must return None), inactive under differentiation."""
 
     def __init__(self, fn: Callable) -> None:
         functools.update_wrapper(self, fn)
@@ -481,7 +487,13 @@ class DebugCallback:
         return None
 
     def _run_primal(self, entry: _Entry, ins: tuple, outs: list[np.ndarray]) -> None:
-        self.fn(*ins)
+        result = self.fn(*ins)
+        if result is not None:  # (Catalyst's check: a value returned here would be lost)
+            raise ValueError(
+                f"debug.callback is expected to return None, but {self.name} returned a "
+                f"{type(result).__name__}; use pure_callback for a function whose result "
+                "the program uses"
+            )
 
     def _run_vjp(self, entry: _Entry, ins: tuple, cts: Any, vjps: list[np.ndarray]) -> None:
         for v in vjps:

@@ -19,6 +19,7 @@ from xdsl.ir import Block, Region, SSAValue
 
 from cofactor.errors import CompileError, CompileValueError, DifferentiableCompileError
 from cofactor.ir.builder import memref_type
+from cofactor.ir.dead_code import remove_dead_code
 from cofactor.launcher import BufferSpec
 from cofactor.tracing import context, pytree
 from cofactor.tracing.array_loops import ELEMENTWISE_MAX
@@ -209,6 +210,8 @@ def trace_function(
         for t, ref in zip(out_tracers, out_args, strict=True):
             store_tracer(t, ref)
         ctx.finish_function(block)
+        # what is computed and discarded: Enzyme fails on some of it (ir/dead_code.py, A11)
+        remove_dead_code(block)
     finally:
         for c, v in zip(cells, outer, strict=True):
             c.cell_contents = v

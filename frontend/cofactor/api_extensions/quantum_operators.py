@@ -13,6 +13,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pennylane as qml
 from pennylane.ops.op_math.adjoint import create_adjoint_op
 from pennylane.ops.op_math.controlled import create_controlled_op
@@ -35,6 +36,16 @@ def measure(wires: Any, reset: bool = False, postselect: int | None = None) -> T
         # as Catalyst: an adjoint/ctrl region cannot contain a measurement
         raise ValueError(hybrid.MEASUREMENT_MESSAGE)
     # Catalyst's argument checks, with its exception type (TypeError)
+    if isinstance(wires, np.ndarray | Tracer) and np.ndim(wires) > 0:
+        # an array of one wire (e.g. measure(wires=w) for an argument w = np.array([0]))
+        if np.size(wires) != 1:
+            raise CompileTypeError(
+                f"Measure is only supported on 1 qubit, got an array of wires of shape "
+                f"{np.shape(wires)}: measure one wire per call"
+            )
+        wires = wires.reshape(-1)[0]
+        if isinstance(wires, np.generic):
+            wires = wires.item()
     listed = list(wires) if isinstance(wires, list | tuple | qml.wires.Wires) else [wires]
     if len(listed) != 1:
         raise CompileTypeError(
@@ -72,6 +83,26 @@ def adjoint(fn: Any, lazy: bool = True) -> Any:
     return hybrid.TransformedCallable(fn, hybrid.Transform(adjoint=True))
 
 
+def _check_control_values(control: Any, control_values: Any) -> None:
+    """One control value per control wire (Catalyst's check, when ctrl is called)."""
+    if control_values is None:
+        return
+    n_wires = len(qml.wires.Wires(control)) if not _has_traced(control) else None
+    scalar = not isinstance(control_values, list | tuple) and not getattr(control_values, "ndim", 0)
+    n_values = 1 if scalar else len(control_values)
+    if n_wires is not None and n_values != n_wires:
+        raise ValueError(
+            f"Length of the control_values ({n_values}) must be None or equal to the number "
+            f"of control wires ({n_wires}): control_values should be the same length as "
+            "control_wires"
+        )
+
+
+def _has_traced(wires: Any) -> bool:
+    listed = wires if isinstance(wires, list | tuple) else [wires]
+    return any(isinstance(w, Tracer) or type(w).__name__ == "Scalar" for w in listed)
+
+
 def ctrl(
     op: Any,
     control: Any,
@@ -84,6 +115,7 @@ def ctrl(
     Inside a QNode trace a controlled function keeps the control on the operations inside its
     `cond`s and loops, and `control_values` may be traced (known only at run time).
     """
+    _check_control_values(control, control_values)
     if not hybrid.in_qnode_trace():
 
         def controlled(base: Any) -> Any:

@@ -182,6 +182,7 @@ def _emit_qnode_function(
         )
         outputs: list[Any] = []
         kinds: list[str] = []
+        scope.terminal = [v for v in out_values if isinstance(v, MeasurementProcess)]
         for v in out_values:
             if isinstance(v, MeasurementProcess):
                 outputs.append(scope.emit_measurement(v))
@@ -189,13 +190,17 @@ def _emit_qnode_function(
             else:
                 outputs.append(v)
                 kinds.append("classical")
+                if scope.one_shot and not _static_leaf(v):
+                    # a value computed in each shot (a measurement outcome, a constant):
+                    # stacked over the shots, as Catalyst's one-shot does
+                    scope.shot_kinds.append("sample")
         # counts return (basis states, counts): splice that pair into the tree
         out_values2, out_tree = pytree.flatten(
             pytree.unflatten(out_tree, outputs), is_leaf=lambda x: isinstance(x, Tracer)
         )
         out_tracers, out_leaves = [], []
         for v in out_values2:
-            if (isinstance(v, np.ndarray) and v.dtype != object) or isinstance(v, qml.wires.Wires):
+            if _static_leaf(v):
                 out_leaves.append(v)  # static (counts basis states, a region's wires)
                 continue
             t = as_tracer(v)
@@ -219,6 +224,12 @@ def _emit_qnode_function(
     # A device with no wires has a state of one amplitude: acquire exactly that many qubits
     # (the buffers of state() and probs() are sized from this number).
     n = num_qubits if num_qubits is not None else scope.max_wire + 1
+    if scope.state_widths - {n}:  # a state buffer sized before a later tape used more wires
+        raise CompileError(
+            f"qml.state() on a device without wires: the circuit uses {n} wires, more than "
+            "when its state was taken; declare the device's wires, e.g. "
+            "qml.device('default.qubit', wires=n)"
+        )
     # qjit(seed=s): every circuit function of the program gets its own fixed seed, so that
     # two circuits are not correlated while every call of the program repeats its results
     seed = -1 if ctx.seed is None else (int(ctx.seed) + 7919 * ctx.qnode_count) % 2**62
@@ -248,6 +259,7 @@ def _emit_qnode_function(
     info.one_shot_shots, info.shot_kinds = loop_shots, scope.shot_kinds
     info.one_shot_preseed = preseed
     info.shot_validity = scope.valid is not None
+    info.custom_shift_rules = scope.custom_shift_rules
     ctx.qnode_info[name] = info
     fn.attributes["cofactor.diff_method"] = StringAttr(info.diff_method)
     fn.attributes["cofactor.num_inputs"] = IntegerAttr(len(in_types), i64)
@@ -256,6 +268,11 @@ def _emit_qnode_function(
         scope.strip_device(fn)  # null.qubit: a classical function (tracing/null_device)
     b.module_ops.append(fn)
     return name, out_tree, out_leaves
+
+
+def _static_leaf(v: Any) -> bool:
+    """A result leaf returned as it is, not computed by the circuit function."""
+    return (isinstance(v, np.ndarray) and v.dtype != object) or isinstance(v, qml.wires.Wires)
 
 
 def _measurement_kind(mp: MeasurementProcess) -> str:
@@ -287,6 +304,9 @@ class QNodeInfo:
     kinds: list[str]  # per output: expval, var, probs, state, sample, counts, classical
     has_mcm: bool
     traced_constants: list[str] = field(default_factory=list)
+    # gates emitted by name from a user's subclass with its own grad_recipe or
+    # parameter_frequencies (PennyLane's parameter-shift would use those)
+    custom_shift_rules: list[str] = field(default_factory=list)
     one_shot_shots: int = 0  # mcm_method="one-shot": shots to loop over (tracing.mcm)
     shot_kinds: list[str] = field(default_factory=list)
     one_shot_preseed: Any = None  # attributes of the seeding acquire before the loop
@@ -327,10 +347,12 @@ def check_differentiable(info: QNodeInfo) -> None:
             raise DifferentiableCompileError(
                 f"qml.{kind} returns cannot be differentiated {where}; use expval or probs"
             )
-    if "classical" in info.kinds:
+    if "classical" in info.kinds:  # (Catalyst's words, then ours)
+        allowed = "qml.expval" if info.diff_method == "adjoint" else "qml.expval or qml.probs"
         raise DifferentiableCompileError(
-            f"only measurement results of a QNode can be differentiated {where}: it returns "
-            "a value that is not a measurement"
+            f"The {info.diff_method} method can only be used for QNodes which return "
+            f"{allowed} {where}: it returns a value that is not a measurement (only "
+            "measurement results of a QNode can be differentiated)"
         )
     if info.has_mcm:
         raise DifferentiableCompileError(
@@ -344,6 +366,13 @@ def check_differentiable(info: QNodeInfo) -> None:
             "cofactor's gradients cannot differentiate through it yet: measure the terms "
             "separately (e.g. return qml.expval(qml.Z(0)), qml.expval(qml.X(0))) and weight "
             'them outside the QNode, or differentiate with method="fd"'
+        )
+    if info.diff_method == "parameter-shift" and info.custom_shift_rules:
+        raise DifferentiableCompileError(
+            f"the operation {info.custom_shift_rules[0]} {where} defines its own grad_recipe "
+            "or parameter_frequencies, which PennyLane's parameter-shift would use: that is "
+            "not supported with catalyst on this device, nor with cofactor (its parameter-"
+            "shift uses the gate's own rule); use diff_method='adjoint' or method=\"fd\""
         )
     if info.diff_method == "adjoint" and any(k != "expval" for k in info.kinds):
         others = sorted({k for k in info.kinds if k != "expval"})

@@ -27,6 +27,7 @@ from xdsl.ir import Block, Region
 from cofactor.errors import CompileError
 from cofactor.ir.builder import memref_type
 from cofactor.tracing import array_views, context
+from cofactor.tracing.aliasing import share_memory, written
 from cofactor.tracing.array_loops import ELEMENTWISE_MAX
 from cofactor.tracing.numpy_rules import (
     _in_memory,
@@ -108,7 +109,26 @@ def _index_error_fn(ctx: context.TraceContext) -> str:
 # reads
 # ----------------------------------------------------------------------------------------
 def getitem(t: Tracer, key: Any) -> Tracer:
-    """`t[key]`: static keys index the element array; traced integer keys load from memory."""
+    """`t[key]`: static keys index the element array; traced integer keys load from memory.
+    A basic key (integers, slices, None, ...) makes a view in numpy (tracing/aliasing.py)."""
+    result = _getitem(t, key)
+    if result._shape and _is_basic_key(key):  # (x[i] of a vector: a number, no view)
+        share_memory(t, result)
+    return result
+
+
+def _is_basic_key(key: Any) -> bool:
+    def basic(k: Any) -> bool:
+        if k is None or k is Ellipsis:
+            return True
+        if isinstance(k, slice):
+            return not any(isinstance(v, Tracer | Scalar) for v in (k.start, k.stop, k.step))
+        return isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_)
+
+    return all(basic(k) for k in (key if isinstance(key, tuple) else (key,)))
+
+
+def _getitem(t: Tracer, key: Any) -> Tracer:
     flat = _small_static_position(t, key)
     if flat is not None:
         # the common `x[i]` / `x[i, j, k]` of a small argument array, as the general path
@@ -290,6 +310,7 @@ def setitem(t: Tracer, key: Any, value: Any) -> None:
         elems[key] = src.reshape(())[()]
     t._elems = elems
     t._memref = None
+    written(t)
 
 
 def _traced_setitem(t: Tracer, key: tuple, value: Any) -> None:
@@ -334,3 +355,4 @@ def _traced_setitem(t: Tracer, key: tuple, value: Any) -> None:
             )
     t._elems = elems
     t._memref = None
+    written(t)

@@ -378,7 +378,7 @@ def resolve_method(qnode: Any, shots: int) -> str | None:
     postselect_mode = kwargs.get("postselect_mode") if shots > 0 else None
     if method == "deferred":
         raise MCMConfigError(
-            "mcm_method='deferred' is not supported with cofactor (nor with Catalyst): use "
+            "mcm_method='deferred' is not supported with Catalyst, nor with cofactor: use "
             "'one-shot' (with shots) or 'single-branch-statistics'"
         )
     if method == "single-branch-statistics" and postselect_mode == "hw-like":
@@ -421,6 +421,10 @@ def emit_for_mcm_method(
         try:
             one_shot = emit(qnode, tree, leaves, specs, cells, True)
             check_one_shot_outputs(one_shot[2], ctx.qnode_info[one_shot[0]])
+            if "classical" in ctx.qnode_info[one_shot[0]].kinds:
+                # a raw measurement value (or another computed value) is stacked over the
+                # shots only when one-shot was asked for
+                raise CompileError("classical results")
         except CompileError:
             for block in ctx.function_entries[depth:]:
                 ctx._hoisted.pop(id(block), None)
@@ -467,6 +471,13 @@ def record_validity(scope: Any, outcome: Any, postselect: int) -> None:
 def check_one_shot_outputs(out_leaves: list[Any], info: Any) -> None:
     """Every output of a one-shot circuit must be a measurement the loop can gather."""
     specs = [s for s in out_leaves if isinstance(s, BufferSpec)]
+    if info.shot_validity and "classical" in info.kinds:
+        raise CompileError(
+            "with mcm_method='one-shot' and postselection that discards the failing shots "
+            "(postselect_mode='hw-like', the default), a QNode cannot return computed values "
+            "(a measurement outcome, a constant): a discarded shot has none. Return "
+            "qml.sample(m) for an outcome m, or use postselect_mode='fill-shots'"
+        )
     if len(specs) != len(info.shot_kinds):
         raise CompileError(
             "with mcm_method='one-shot' a QNode must return only measurements (e.g. "

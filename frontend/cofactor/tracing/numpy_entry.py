@@ -32,10 +32,13 @@ _LOCAL = threading.local()
 
 
 def _holds_traced(x: Any) -> bool:
+    from cofactor.tracing.host_arrays import HostArray
     from cofactor.tracing.tracer import Scalar, Tracer
 
     if isinstance(x, Tracer | Scalar):
         return True
+    if isinstance(x, HostArray):
+        return x._tracer is not None
     return isinstance(x, list | tuple) and any(_holds_traced(v) for v in x)
 
 
@@ -121,10 +124,14 @@ def capture_numpy_constructors() -> Iterator[None]:
     and PennyLane's `like="jax"` arrays are numpy's."""
     import autoray.autoray
 
-    with (
-        context.intercept(np, "asarray", _make_asarray),
-        context.intercept(np, "asanyarray", _make_asarray),
-        context.intercept(np, "array", _make_array),
-        context.intercept(autoray.autoray, "get_lib_fn", _make_get_lib_fn),
-    ):
+    from cofactor.tracing.host_arrays import CONSTRUCTORS, make_constructor
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(context.intercept(np, "asarray", _make_asarray))
+        stack.enter_context(context.intercept(np, "asanyarray", _make_asarray))
+        stack.enter_context(context.intercept(np, "array", _make_array))
+        stack.enter_context(context.intercept(autoray.autoray, "get_lib_fn", _make_get_lib_fn))
+        # np.zeros(n) & co. in the program: arrays that take traced values (host_arrays.py)
+        for name in CONSTRUCTORS:
+            stack.enter_context(context.intercept(np, name, make_constructor))
         yield

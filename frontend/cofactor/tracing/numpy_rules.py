@@ -26,6 +26,7 @@ import numpy as np
 from cofactor.errors import CompileError, CompileTypeError, CompileValueError
 from cofactor.ir.builder import memref_type
 from cofactor.tracing import array_rules, array_views, context
+from cofactor.tracing.aliasing import VIEW_FUNCTIONS, share_memory, written
 from cofactor.tracing.array_loops import in_memory, select_scalar
 from cofactor.tracing.element_rules import UFUNC_RULES
 from cofactor.tracing.scalars import (  # re-exported: other modules import them from here
@@ -101,11 +102,13 @@ def _ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict, o
     if len(outs) != 1 or not isinstance(outs[0], Tracer):
         raise CompileError(
             f"numpy.{ufunc.__name__}(..., out=...) on traced values needs one traced array as "
-            f"`out`; write `c = numpy.{ufunc.__name__}(a, b)` instead"
+            f"`out`; write `c = numpy.{ufunc.__name__}(a, b)` instead (for `y[k] += x` into a "
+            "numpy array, `y[k] = y[k] + x`)"
         )
     target = outs[0]
     new = inplace_result(target, array_ufunc(ufunc, method, inputs, kwargs), ufunc.__name__)
     target._elems, target._memref = new.elems, None
+    written(target)
     return target
 
 
@@ -541,7 +544,11 @@ def array_function(func: Callable, args: tuple, kwargs: dict) -> Any:
         raise CompileError(
             f"{name} is not supported on traced values by cofactor" + (f"; {hint}" if hint else "")
         )
-    return rule(*args, **kwargs)
+    result = rule(*args, **kwargs)
+    if func in VIEW_FUNCTIONS and args and isinstance(args[0], Tracer):
+        if isinstance(result, Tracer):
+            share_memory(args[0], result)  # numpy's result is a view: tracing/aliasing.py
+    return result
 
 
 __all__ = [

@@ -52,6 +52,18 @@ SUPPORTED_DEVICES = ("default.qubit", "lightning.qubit")
 SKIPPED_OPS = ("Identity", "Barrier", "Snapshot")
 
 
+def _state_of_wires(state: Tracer, n: int, labels: list[int]) -> Tracer:
+    """The state of `labels` (in that order) from the state of the device's `n` wires 0..n-1,
+    on which the wires not in `labels` were never used (so they are |0>)."""
+    if labels == list(range(n)):
+        return state
+    kept = sorted(labels)
+    t = state.reshape((2,) * n)[tuple(slice(None) if w in labels else 0 for w in range(n))]
+    if kept != labels:
+        t = np.transpose(t, [kept.index(w) for w in labels])
+    return t.reshape(2 ** len(labels))
+
+
 @cache
 def runtime_gates() -> dict[str, tuple[int, int]]:
     """Gate name -> (num_params, num_wires) from runtime/include/cofactor/gates.def."""
@@ -99,6 +111,7 @@ class QuantumScope:
     # Matrices and Hamiltonian coefficients computed from the circuit's arguments: the
     # gradient passes treat them as constants, so a circuit with any cannot be differentiated.
     traced_constants: list[str] = field(default_factory=list)
+    custom_shift_rules: list[str] = field(default_factory=list)  # see `_custom_shift_rule`
     # (mcm, transforms) one_shot: this function is one shot of a one-shot loop; shot_kinds:
     # how the loop gathers each output; recording: the transform whose tape is being
     # recorded (nothing is emitted meanwhile); mcm_values: MidMeasure id -> traced outcome
@@ -112,6 +125,13 @@ class QuantumScope:
     # passed every postselection, and the loop over shots discards the shots that did not
     discard_invalid: bool = False
     valid: Any = None
+    # A device without wires: its static wires in order of first use (a dict as an ordered
+    # set), whether a traced wire was used, and the terminal measurements (set before they
+    # are emitted): what a measurement of all wires measures (`all_wires`)
+    wire_order: dict[int, None] = field(default_factory=dict)
+    traced_wires: bool = False
+    terminal: list[MeasurementProcess] = field(default_factory=list)
+    state_widths: set[int] = field(default_factory=set)  # of the states emitted, so sized
     # wire index -> its i64 constant in the block being appended to (see `wire`)
     _wire_consts: dict[int, SSAValue] = field(default_factory=dict)
     _wire_block: Any = None
@@ -123,6 +143,7 @@ class QuantumScope:
             t = as_tracer(label)
             if t.shape != () or t.dtype not in (INT, BOOL):
                 raise CompileError("a traced wire must be an integer scalar")
+            self.traced_wires = True
             if self.wire_map is not None and any(k != v for k, v in self.wire_map.items()):
                 raise CompileError("traced wires need a device with wires 0..n-1")
             return cast_tracer(t, INT).elems[()].value
@@ -134,6 +155,8 @@ class QuantumScope:
                 )
         elif isinstance(label, int | np.integer) and label >= 0:
             index = int(label)
+            if index not in self.wire_order:
+                self.wire_order[index] = None
         else:
             raise CompileError(f"wire label {label!r} needs a device declared with its wires")
         if index > self.max_wire:
@@ -201,6 +224,11 @@ class QuantumScope:
         b = context.current().builder
         name = op.name
         if name in SKIPPED_OPS:
+            if self.num_qubits is None:  # its wires are still the circuit's (tape.wires)
+                for w in op.wires:
+                    if isinstance(w, int | np.integer) and w >= 0:
+                        self.wire_order.setdefault(int(w), None)
+                        self.max_wire = max(self.max_wire, int(w))
             return
         if hasattr(op, "cofactor_emit"):  # an operator that emits itself (gridsynth words)
             return op.cofactor_emit(self, adjoint, ctrl)
@@ -225,6 +253,8 @@ class QuantumScope:
             return
         if name not in runtime_gates():
             raise CompileError(f"operation {name} is not supported by cofactor's runtime")
+        if _custom_shift_rule(type(op)):
+            self.custom_shift_rules.append(f"{name} ({type(op).__qualname__})")
         if name == "GlobalPhase":
             target = []
         params = [_f64(p) for p in op.parameters] if op.data else []
@@ -276,24 +306,30 @@ class QuantumScope:
         if isinstance(mp, ExpectationMP | VarianceMP):
             return observables.emit_expval_or_var(self, mp.obs, isinstance(mp, VarianceMP))
         if isinstance(mp, StateMP) and type(mp) is StateMP:
-            n = self.total_qubits()
+            labels = self.all_wires()
+            n = self.num_qubits if labels is None else max(labels, default=-1) + 1
+            if labels is not None:
+                self.state_widths.add(n)  # checked against the device's final width
             out = ctx.hoisted_alloc(memref_type((2**n,), COMPLEX))
             op = b.insert(generic_op("quantum.state", [out]))
-            return Tracer.from_memref(out, (2**n,), COMPLEX, anchor=op)
+            state = Tracer.from_memref(out, (2**n,), COMPLEX, anchor=op)
+            return state if labels is None else _state_of_wires(state, n, labels)
         if isinstance(mp, ProbabilityMP | SampleMP | CountsMP):
             eigen = None
             if mp.obs is not None:
                 eigen = self._rotate_to_eigenbasis(mp.obs)
-            wires = [self.wire(w) for w in mp.wires]
-            k = len(mp.wires) if mp.wires else self.total_qubits()
+            labels = list(mp.wires) if mp.wires else self.all_wires()
+            wires = [self.wire(w) for w in labels or ()]
+            k = len(labels) if labels is not None else self.total_qubits()
             if isinstance(mp, ProbabilityMP):
                 out = ctx.hoisted_alloc(memref_type((2**k,), FLOAT))
                 op = b.insert(generic_op("quantum.probs", [out, *wires]))
                 return Tracer.from_memref(out, (2**k,), FLOAT, anchor=op)
             if self.shots <= 0:
                 raise CompileError(
-                    f"qml.{type(mp).__name__.removesuffix('MP').lower()} needs shots; the QNode "
-                    "is analytic (shots=None). Set shots with qml.set_shots or on the device."
+                    f"qml.{type(mp).__name__.removesuffix('MP').lower()} needs shots: it "
+                    "cannot work with shots=None (an analytic QNode). Set shots with "
+                    "qml.set_shots or on the device."
                 )
             if isinstance(mp, SampleMP):
                 out = ctx.hoisted_alloc(memref_type((self.shots, k), INT))
@@ -332,6 +368,31 @@ class QuantumScope:
             )
         self.max_wire = max(self.max_wire, 0)
         return context.current().builder.const(0, i64)
+
+    def all_wires(self) -> list[int] | None:
+        """The wires a measurement without wires (qml.probs(), qml.sample(), qml.state())
+        measures: None (every device wire) on a device declared with wires; on a device
+        without wires, the circuit's wires in order of first use, then the terminal
+        measurements' wires (PennyLane's `tape.wires`)."""
+        if self.num_qubits is not None:
+            return None
+        if self.traced_wires:
+            raise CompileError(
+                "measuring all wires (qml.probs(), qml.sample(), qml.state() without wires) on "
+                "a device declared without wires, in a circuit with traced wire labels: which "
+                "wires the circuit uses is only known when it runs. Declare the device's wires, "
+                "e.g. qml.device('default.qubit', wires=2), or give the measurement its wires"
+            )
+        order = dict(self.wire_order)
+        for mp in self.terminal:
+            try:
+                wires = mp.wires
+            except AttributeError:  # a statistic of cofactor's traced mid-circuit outcomes
+                continue
+            for w in wires:
+                if isinstance(w, int | np.integer) and w >= 0:
+                    order.setdefault(int(w), None)
+        return list(order)
 
     def total_qubits(self) -> int:
         if self.num_qubits is None:
@@ -419,7 +480,7 @@ def _decompose(ops: list[Any]) -> list[Any]:
         return ops
 
     def stop(op: Any) -> bool:
-        return _directly_emittable(op) or decompositions.has_rule(op)
+        return _directly_emittable(op) or decompositions.has_rule(op) or _matrix_only(op)
 
     result: list[Any] = []
     for op in decompositions.pennylane_decompose(ops, set(gate_set()), stop):
@@ -428,8 +489,57 @@ def _decompose(ops: list[Any]) -> list[Any]:
         elif decompositions.has_rule(op):
             result += _decompose(decompositions.expand(op))
         else:
-            result.append(op)
+            result.append(_matrix_fallback(op) or op)
     return result
+
+
+@cache
+def _custom_shift_rule(cls: type) -> bool:
+    """A user's subclass of a PennyLane gate that overrides its grad_recipe or
+    parameter_frequencies: emitted as the gate, differentiated with the gate's own rule."""
+    if cls.__module__.startswith("pennylane."):
+        return False
+    for parent in cls.__mro__[1:]:
+        if parent.__module__.startswith("pennylane."):  # the first PennyLane ancestor
+            return any(
+                getattr(cls, attr, None) is not getattr(parent, attr, None)
+                for attr in ("grad_recipe", "parameter_frequencies")
+            )
+    return False
+
+
+def _matrix_only(op: Any) -> bool:
+    """An operator defined by its matrix alone (no decomposition: BlockEncode, a user's)."""
+    try:
+        return not op.has_decomposition and op.has_matrix
+    except Exception:  # noqa: BLE001 - a property PennyLane cannot answer: not this case
+        return False
+
+
+def _matrix_fallback(op: Any) -> Any | None:
+    """As Catalyst does for an operator with a matrix and no decomposition: a QubitUnitary
+    of its matrix; a controlled one keeps its controls as native controls of the
+    QubitUnitary of its base's matrix (not a dense matrix over the control wires). None when
+    there is no matrix (the operator stays, and `emit_operation` names it)."""
+    if not _matrix_only(op):
+        return None
+    controlled = wrapper_kind(op) is qml.ops.Controlled
+    target = op.base if controlled else op
+    with qml.QueuingManager.stop_recording():
+        try:
+            unitary = qml.QubitUnitary(target.matrix(), wires=target.wires)
+        except CompileError:
+            raise
+        except Exception:  # noqa: BLE001 - no matrix after all: leave the operator as it is
+            return None
+        if not controlled:
+            return unitary
+        return qml.ops.Controlled(
+            unitary,
+            control_wires=op.control_wires,
+            control_values=op.control_values,
+            work_wires=op.work_wires,
+        )
 
 
 # ----------------------------------------------------------------------------------------
@@ -472,8 +582,9 @@ def measure(wires: Any, reset: bool = False, postselect: int | None = None) -> T
     """Mid-circuit measurement of one wire; returns a traced bool (Catalyst's `measure`)."""
     ctx = context.current() if context.is_tracing() else None
     scope = ctx.quantum if ctx is not None else None
-    if scope is None:
-        raise CompileError("cofactor.measure can only be used from within a @qjit QNode")
+    if scope is None:  # (Catalyst's words for each case)
+        where = "a qml.qnode of a @qjit function" if ctx is not None else "@qjit, in a QNode"
+        raise CompileError(f"cofactor.measure can only be used from within {where}")
     if isinstance(wires, list | tuple | qml.wires.Wires):
         if len(wires) != 1:
             raise CompileError("Only one element is supported for the 'wires' parameter")

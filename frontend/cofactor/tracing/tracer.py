@@ -29,6 +29,7 @@ from cofactor.errors import CompileError
 from cofactor.ir.builder import index_constant_op, link_op, load_op
 from cofactor.tracing import context
 from cofactor.tracing.concrete import _NoConcreteValue
+from cofactor.tracing.host_arrays import HostArray
 from cofactor.tracing.scalar import (  # noqa: F401  (re-exported: the tracer's public names)
     BOOL,
     COMPLEX,
@@ -63,7 +64,8 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
     """A traced numpy array (or scalar, shape ())."""
 
     __array_priority__ = 1000
-    __slots__ = ("_elems", "_memref", "_shape", "dtype")
+    # (_group: the arrays sharing memory with this one in numpy, tracing/aliasing.py)
+    __slots__ = ("_elems", "_memref", "_shape", "dtype", "_group", "__weakref__")
 
     def __init__(
         self,
@@ -77,6 +79,7 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
         self._elems = elems
         self._memref = memref
         self._shape = tuple(elems.shape) if elems is not None else tuple(shape or ())
+        self._group: list | None = None
 
     # -- constructors ------------------------------------------------------------------
     @classmethod
@@ -163,8 +166,10 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
                 f"numpy.asarray/array(traced value, dtype={np.dtype(dtype)}) would need the "
                 "values, which are only known when the compiled program runs; use "
                 "x.astype(dtype) or qml.math.asarray(x, dtype=dtype), which keep the tracer. "
-                "Writing a traced value into a numpy array (y = np.zeros(n); y[i:j] = x) "
-                "lands here too: start y from a traced array (y = 0.0 * x, y = x.copy()) or "
+                "Writing a traced value into a numpy array (y[i:j] = x) lands here too: "
+                "arrays made in the program by np.zeros/ones/empty/full (and *_like, eye) "
+                "take traced values; for others (np.array, np.arange, arrays made outside "
+                "the program) start y from a traced array (y = 0.0 * x, y = x.copy()) or "
                 "build it with np.concatenate/np.stack/np.where"
             )
         return self.elems
@@ -409,7 +414,7 @@ def _load_one(lazy: _LazyMemref, shape: tuple[int, ...], dtype: np.dtype, flat: 
 def _is_foreign(other: Any) -> bool:
     """Whether `other` is no number or array: a PennyLane operator, say."""
     return not isinstance(
-        other, Tracer | Scalar | numbers.Number | np.ndarray | np.generic | list | tuple
+        other, Tracer | Scalar | HostArray | numbers.Number | np.ndarray | np.generic | list | tuple
     )
 
 

@@ -157,6 +157,7 @@ def trace_transformed(scope: Any, qnode: Any, call_args: tuple) -> Any:
         if i > 0:
             _reset_device(scope)
         _emit_operations(scope, t, names)
+        scope.terminal = list(t.measurements)
         values = [scope.emit_measurement(mp) for mp in t.measurements]
         results.append(values[0] if len(values) == 1 else tuple(values))
     try:

@@ -1,0 +1,120 @@
+"""Writes into traced arrays that numpy views share memory with (tracing/aliasing.py).
+
+numpy's basic indexing, reshape, transpose, ravel, ... return views: a write through one
+array shows in the others. Traced arrays hold their own elements, so such a program used to
+return the old numbers silently; now using an array after a write through another one that
+shares its memory raises a CompileError, and programs whose views are not used after the
+write compile as before.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cofactor
+from cofactor.errors import CompileError
+
+pytestmark = pytest.mark.needs_toolchain
+
+X = np.arange(1.0, 5.0)
+
+
+def row_read_after_writing_the_matrix(x):
+    m = np.outer(x, x)
+    row = m[0]
+    m[0, 0] = -1.0
+    return row
+
+
+def matrix_read_after_writing_a_row(x):
+    m = np.outer(x, x)
+    row = m[1]
+    row[0] = 7.0
+    return m
+
+
+def reshaped_read_after_writing(x):
+    y = x.copy()
+    r = y.reshape(2, 2)
+    y[3] = 0.0
+    return r
+
+
+def transposed_written(x):
+    m = np.outer(x, x[:2])
+    t = m.T
+    t[0, 1] = 5.0
+    return m
+
+
+def numpy_swap_of_rows(x):  # numpy: both rows end up equal to row 1
+    m = np.outer(x, x)
+    m[0], m[1] = m[1], m[0]
+    return m
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        row_read_after_writing_the_matrix,
+        matrix_read_after_writing_a_row,
+        reshaped_read_after_writing,
+        transposed_written,
+        numpy_swap_of_rows,
+    ],
+)
+def test_reading_a_view_after_a_write_through_another_array_is_refused(f) -> None:
+    with pytest.raises(CompileError, match="shares memory with another one"):
+        cofactor.qjit(f)(X)
+
+
+def views_unused_after_the_write(x):
+    m = np.outer(x, x)
+    row = m[0].copy()  # a copy: independent
+    s = np.sum(m[1])  # a view, gone before the write
+    m[0, 0] = -1.0
+    row[1] = 9.0
+    v = m[2]
+    return m, row, s, v  # v made after the write
+
+
+def scalar_swap(x):
+    y = x.copy()
+    y[0], y[1] = y[1], y[0]  # scalars are copies in numpy too
+    return y
+
+
+def write_through_a_view_of_an_argument(x):
+    v = x.reshape(2, 2).T
+    v[0, 1] = 5.0
+    return v
+
+
+@pytest.mark.parametrize(
+    "f", [views_unused_after_the_write, scalar_swap, write_through_a_view_of_an_argument]
+)
+def test_writes_without_stale_views_match_numpy(f) -> None:
+    got = cofactor.qjit(f)(X)
+    want = f(X.copy())
+    for g, w in zip(
+        got if isinstance(got, tuple) else (got,),
+        want if isinstance(want, tuple) else (want,),
+        strict=True,
+    ):
+        np.testing.assert_allclose(g, w, rtol=1e-14)
+
+
+def test_in_place_operators_rebind_as_in_jax() -> None:
+    """`t += v` on a traced array makes a new value (as JAX, as Catalyst programs expect):
+    the array `t` was sliced from keeps its numbers (numpy would change it)."""
+
+    def f(x):
+        y = x.copy()
+        t = y[1:]
+        t += 1.0
+        return y, t
+
+    y, t = cofactor.qjit(f)(X)
+    np.testing.assert_allclose(y, X)
+    np.testing.assert_allclose(t, X[1:] + 1.0)
