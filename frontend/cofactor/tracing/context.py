@@ -188,8 +188,11 @@ class intercept:  # (lower case: used like the function it was, `with intercept(
             entry = _INTERCEPTED.get(key)
             if entry is None:
                 original = getattr(owner, attr)
+                # (made before the entry is recorded: a `make` that raises leaves none,
+                # which would make the next trace skip the replacement)
+                replacement = self._make(original)
                 entry = _INTERCEPTED[key] = [0, original]
-                setattr(owner, attr, self._make(original))
+                setattr(owner, attr, replacement)
             entry[0] += 1
         self._entry = entry
 
@@ -200,6 +203,33 @@ class intercept:  # (lower case: used like the function it was, `with intercept(
             if entry[0] == 0:
                 del _INTERCEPTED[(id(self._owner), self._attr)]
                 setattr(self._owner, self._attr, entry[1])
+
+
+class intercepts:  # (lower case, like `intercept`)
+    """`intercept` of several `(owner, attr, make)` at once, entered in order and left in
+    reverse, as an ExitStack of them would (whose machinery cost more than the intercepts
+    on a cached first call: a trace enters fifteen)."""
+
+    __slots__ = ("_items", "_entered")
+
+    def __init__(self, items: list[tuple[Any, str, Callable[[Any], Any]]]) -> None:
+        self._items = [intercept(owner, attr, make) for owner, attr, make in items]
+        self._entered: list[intercept] = []
+
+    def __enter__(self) -> None:
+        entered = self._entered = []
+        try:
+            for item in self._items:
+                item.__enter__()
+                entered.append(item)
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def __exit__(self, *exc_info: object) -> None:
+        entered = self._entered
+        while entered:
+            entered.pop().__exit__()
 
 
 class EvaluationContext:

@@ -130,9 +130,9 @@ def patched_statistics() -> Iterator[None]:
     """While a circuit is traced: `qml.expval/var/probs/sample/counts` of traced measurement
     values (what `measure` returns) give an `MCMStat`; any other call goes to PennyLane.
     Installed through `context.intercept`, reference-counted across threads."""
-    with contextlib.ExitStack() as stack:
-        for kind in STAT_KINDS:
-            stack.enter_context(context.intercept(qml, kind, functools.partial(_statistic, kind)))
+    with context.intercepts(
+        [(qml, kind, functools.partial(_statistic, kind)) for kind in STAT_KINDS]
+    ):
         yield
 
 

@@ -126,12 +126,13 @@ def capture_numpy_constructors() -> Iterator[None]:
 
     from cofactor.tracing.host_arrays import CONSTRUCTORS, make_constructor
 
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(context.intercept(np, "asarray", _make_asarray))
-        stack.enter_context(context.intercept(np, "asanyarray", _make_asarray))
-        stack.enter_context(context.intercept(np, "array", _make_array))
-        stack.enter_context(context.intercept(autoray.autoray, "get_lib_fn", _make_get_lib_fn))
+    replaced = [
+        (np, "asarray", _make_asarray),
+        (np, "asanyarray", _make_asarray),
+        (np, "array", _make_array),
+        (autoray.autoray, "get_lib_fn", _make_get_lib_fn),
         # np.zeros(n) & co. in the program: arrays that take traced values (host_arrays.py)
-        for name in CONSTRUCTORS:
-            stack.enter_context(context.intercept(np, name, make_constructor))
+        *[(np, name, make_constructor) for name in CONSTRUCTORS],
+    ]
+    with context.intercepts(replaced):
         yield
