@@ -539,4 +539,3 @@ def _unlink_quietly(path: Path) -> None:
         path.unlink()
     except OSError:
         pass
-

@@ -118,3 +118,17 @@ def test_in_place_operators_rebind_as_in_jax() -> None:
     y, t = cofactor.qjit(f)(X)
     np.testing.assert_allclose(y, X)
     np.testing.assert_allclose(t, X[1:] + 1.0)
+
+
+def test_elementwise_use_of_a_stale_view_names_the_write() -> None:
+    """A stale view used elementwise (`row * 2.0`) says what happened, like any other use,
+    rather than "cannot trace a value of type Stale"."""
+
+    def f(x):
+        m = np.outer(x, x)
+        row = m[0]
+        m[0, 0] = 5.0
+        return row * 2.0
+
+    with pytest.raises(CompileError, match="shares memory with another one"):
+        cofactor.qjit(f)(X)

@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import f64, i1, i64
 from cofactor.errors import CompileError
 from cofactor.ir.builder import IRBuilder
 from cofactor.tracing import context
+from cofactor.tracing.aliasing import Stale
 from cofactor.tracing.element_rules import UFUNC_KINDS, UFUNC_RULES
 from cofactor.tracing.tracer import BOOL, COMPLEX, FLOAT, INT, Scalar, Tracer, normalize_dtype
 
@@ -55,6 +56,8 @@ def python_dtype(value: Any) -> np.dtype:
         return COMPLEX
     if isinstance(value, Scalar):
         return value.dtype
+    if isinstance(value, Stale):  # an element of an array written through shared memory
+        value._fail()
     raise CompileError(f"cofactor cannot trace a value of type {type(value).__name__}: {value!r}")
 
 
