@@ -208,7 +208,7 @@ class intercept:  # (lower case: used like the function it was, `with intercept(
 class intercepts:  # (lower case, like `intercept`)
     """`intercept` of several `(owner, attr, make)` at once, entered in order and left in
     reverse, as an ExitStack of them would (whose machinery cost more than the intercepts
-    on a cached first call: a trace enters fifteen)."""
+    on a cached first call: a circuit's trace enters nineteen)."""
 
     __slots__ = ("_items", "_entered")
 
