@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from cofactor.tracing.host_arrays import HostArray
+
 LEAF = "*"
 
 
@@ -33,6 +35,12 @@ def _flatten(obj: Any, leaves: list[Any], is_leaf) -> Any:
         return ("dict", keys, tuple(_flatten(obj[k], leaves, is_leaf) for k in keys))
     if obj is None:
         return ("none",)
+    if isinstance(obj, HostArray):
+        # np.zeros(n) of the program (tracing/host_arrays.py) crosses a call, loop or
+        # return boundary as its current value: the numpy array, or the traced array once a
+        # traced value was written into it (else a QNode would close over the caller's
+        # values)
+        obj = obj.value
     if _has_traced_labels(obj):
         # Wires whose labels are traced (a ctrl region's `.wires` on traced wire arguments):
         # the labels are values of the program, the Wires is structure, as in Catalyst.
