@@ -207,6 +207,52 @@ def _update(draw, env: dict, name: str) -> tuple[str, str] | None:
 
 
 @st.composite
+def _view_update(draw, env: dict, name: str) -> tuple[str, str] | None:
+    """A write into a view of (or a second name for) a copy of an array, which numpy's
+    memory shows in the copy `name`: `v = name[index]; v op= value` (also through reshape,
+    .T, ravel, swapaxes, views of views, `out=v`, copyto, fill, `name[index] op= value`
+    with a repeated fancy index), the view `v` staying alive for later statements."""
+    arrays = [n for n in env if env[n].dtype.kind in "fi" and env[n].ndim]
+    if not arrays:
+        return None
+    src = draw(st.sampled_from(arrays))
+    shape = env[src].shape
+    views = [
+        f"{name}[{index(draw, shape)}]",
+        f"{name}[{index(draw, shape)}][{index(draw, shape[1:] or (1,))}]",
+        name,  # a second name: `z = y; z += 1`
+        f"{name}.reshape({_shape_text((-1,))})",
+        f"{name}.ravel()[::2]",
+        f"{name}.T",
+        f"np.swapaxes({name}, 0, -1)[::-1]",
+        f"{name}.flatten()",  # (a copy in numpy: `name` keeps its values)
+        f"{name}.T.reshape(-1)",  # (a copy in numpy for ndim >= 2)
+    ]
+    view = draw(st.sampled_from(views))
+    w = draw(st.sampled_from(list(env)))
+    value = draw(st.sampled_from([w, f"np.cos({w})", f"{w}.sum()", "0.5", "2", "-3"]))
+    integer = env[src].dtype.kind == "i"
+    ops = ["+=", "-=", "*=", "/=", "**="] + (["//=", "%=", "&=", "|="] if integer else [])
+    k = len(name)
+    v = f"v{k}_{draw(st.integers(0, 99))}"
+    kind = draw(st.integers(0, 9))
+    if kind == 0:
+        ufunc = draw(st.sampled_from(["add", "multiply", "subtract"]))
+        write = f"np.{ufunc}({v}, {value}, out={v})"
+    elif kind == 1:
+        write = f"np.copyto({v}, {value})"
+    elif kind == 2:
+        write = f"{v}.fill({value if value in ('0.5', '2', '-3') else '1'})"
+    elif kind == 3:  # a repeated fancy index: numpy applies the update once
+        n = shape[0]
+        idx = [draw(st.integers(-n, n - 1)) for _ in range(3)]
+        return src, f"{name}[{idx}] {draw(st.sampled_from(ops[:3]))} {value}"
+    else:
+        write = f"{v} {draw(st.sampled_from(ops))} {value}"
+    return src, f"{v} = {view}; {write}"
+
+
+@st.composite
 def array_programs(draw, max_statements: int = 6, large: bool = False) -> ArrayProgram:
     p = ArrayProgram(draw(_arguments(large)), value_and_grad=draw(st.booleans()))
     env = dict(zip(p.names, p.args, strict=True))
@@ -222,24 +268,22 @@ def array_programs(draw, max_statements: int = 6, large: bool = False) -> ArrayP
             if value.shape != env[loop.rsplit(", ", 1)[1][:-1]].shape or value.dtype.kind != "f":
                 continue  # cofactor.for_loop keeps the carry's shape and dtype
             p.body.append((name, loop))
-        elif draw(st.integers(0, 9)) == 0:
-            update = draw(_update(env, name))
+        elif (which := draw(st.integers(0, 9))) <= 1:
+            update = draw((_update if which == 0 else _view_update)(env, name))
             if update is None:
                 continue
             source, statement = update
             # the array written into: a copy, or one of numpy's constructors (A9)
             shape = _shape_text(env[source].shape)
-            start = draw(
-                st.sampled_from(
-                    [
-                        f"{source}.copy()",
-                        f"{source}.copy()",
-                        f"np.zeros({shape})",
-                        f"np.ones_like({source})",
-                        f"np.full({shape}, 0.25)",
-                    ]
-                )
-            )
+            starts = [f"{source}.copy()", f"{source} * 1"]
+            if which == 0:  # (views of np.zeros arrays before a traced write are refused)
+                starts += [
+                    f"{source}.copy()",
+                    f"np.zeros({shape})",
+                    f"np.ones_like({source})",
+                    f"np.full({shape}, 0.25)",
+                ]
+            start = draw(st.sampled_from(starts))
             scope = {**env, name: evaluate(env, start)}
             value = evaluate(scope, name, statement)
             if value is None:

@@ -23,7 +23,7 @@ from xdsl.rewriter import InsertPoint
 from cofactor.api_extensions import hybrid
 from cofactor.errors import CompileError, CompileTypeError
 from cofactor.ir.builder import INDEX, scalar_type
-from cofactor.tracing import context, interrupts, pytree
+from cofactor.tracing import aliasing, context, interrupts, pytree
 from cofactor.tracing.numpy_rules import as_tracer, cast_tracer, scalar_ufunc
 from cofactor.tracing.tracer import BOOL, COMPLEX, INT, Scalar, Tracer
 
@@ -99,6 +99,8 @@ def traced_region(block: Block) -> Iterator[Callable[[], None]]:
         scope.flush()  # ops queued before the region belong before the region op
     b = ctx.builder
     b.push(block)
+    region = aliasing.region()  # (arrays made outside cannot be written in it)
+    region.__enter__()
     queue = None
     if scope is not None:
         queue = qml.queuing.AnnotatedQueue()
@@ -110,6 +112,7 @@ def traced_region(block: Block) -> Iterator[Callable[[], None]]:
         if queue is not None:
             queue.__exit__(None, None, None)
             scope.queues.pop()
+        region.__exit__(None, None, None)
         b.pop()
 
 
@@ -191,6 +194,7 @@ def _traced_for(lower: Any, upper: Any, step: Any, body: Callable, init: tuple) 
         flush()
         b.insert(scf.YieldOp(*values))
     results = _interruptible_for(ctx, lb, ub, st, carry.ssa(), block)
+    aliasing.passed(init, state, "the cofactor.for_loop body")  # (in-place writes to `init`)
     return _single(tuple(carry.rebuild(results)))
 
 
@@ -302,6 +306,7 @@ def _traced_while(cond_fn: Callable, body: Callable, init: tuple) -> Any:
         flush()
         b.insert(scf.YieldOp(*values))
     op = b.insert(scf.WhileOp(carry.ssa(), types, Region(before), Region(after)))
+    aliasing.passed(init, state, "the cofactor.while_loop body")  # (in-place writes to `init`)
     return _single(tuple(carry.rebuild(list(op.results))))
 
 

@@ -1,25 +1,46 @@
-"""Traced arrays that numpy would let share memory: a write through one makes the others stale.
+"""numpy's shared memory for traced arrays: a write through one view shows in the others.
 
 In numpy, `row = m[0]`, `y.reshape(2, 2)`, `y.T` or `y[1:]` are views: writing into `m`
-(`m[0, 0] = v`) changes `row`, and writing into `row` changes `m`. Traced arrays are values
-(each holds its own elements), so after such a write the other arrays would silently keep
-the old numbers. Instead, a traced array made by a view operation joins its source's
-memory group (`share_memory`), and a write into one member (`x[k] = v`, `out=x`) replaces
-the elements of every other live member by `Stale` markers (`written`): using them raises a
-CompileError that says what happened, while a stale array nobody reads costs nothing.
-A write into one part of an array also marks views of other parts stale (numpy would keep
-those): an error, never a wrong number. (`x += v` rebinds `x` to a new traced value, as
-JAX does, and is not a write into the old array.)
+(`m[0, 0] = v`, `m += 1`, `out=m`) changes `row`, and writing into `row` changes `m`. Traced
+arrays are values (each holds its own elements), so the arrays numpy would let share memory
+form a `MemoryGroup`: its root (the array that owns the memory) and every live view of it.
+
+Which views numpy makes, and where each element of a view lives in the root, is numpy's own
+answer: the group keeps `buf`, an int64 array shaped like the root holding each element's
+row-major position, and every member keeps `where`, the same view operation applied to
+`buf` (`buf[1:]`, `np.reshape(buf, ...)`, `buf.T`). If numpy's result does not share `buf`'s
+memory the traced result is a copy and joins no group (`y.T.reshape(-1)` copies in numpy,
+as do advanced indexing and `flatten`). A read-only numpy view (`np.broadcast_to`,
+`np.diagonal`) refuses writes with numpy's ValueError.
+
+A write into a member (`assign`: `x[k] = v`, `x += v`, `out=x`, `np.copyto`, ...) stores its
+new elements at its positions of the root and refreshes every other live member from the
+root: the numbers numpy would show. A row at a traced index (`r = m[i]`) passes writes
+into it on to `m[i] = ...` (a select per row). Views whose positions are not known at
+trace time (`np.real`/`np.imag` of complex arrays, views of views at traced indices) cannot
+be refreshed: a write through one makes the other members `Stale` markers, and a write
+through another makes it stale; using a stale array raises a CompileError saying to copy
+the view, while a stale array nobody reads costs nothing.
+
+Compiled loops, branches, QNodes and differentiated functions get their arrays by value.
+A loop or branch body cannot write into an array made outside it (`region`: a
+CompileError saying to carry it); an array passed to a loop or QNode that writes into its
+copy goes stale in the caller (`passed`, `passed_to`), so reading it afterwards raises
+instead of showing the old numbers. (The arguments of the compiled program itself are
+copies too, as in Catalyst: the caller's numpy arrays never change.)
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import weakref
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from cofactor.errors import CompileError
+from cofactor.errors import CompileError, CompileValueError
 
 #: numpy functions whose result is a view of their first argument (when it is an array)
 VIEW_FUNCTIONS: frozenset[Any] = frozenset(
@@ -45,37 +66,201 @@ VIEW_FUNCTIONS: frozenset[Any] = frozenset(
 )
 
 
-def share_memory(base: Any, view: Any) -> None:
-    """Record that `view` (a Tracer made from the Tracer `base`) is a view of it in numpy."""
-    if view is base or view.ndim == 0:
+#: the serial of the cofactor.for_loop/while_loop/cond/vmap body being traced (0: none);
+#: every Tracer records the one it was made in (`Tracer._region`)
+REGION: list[int] = [0]
+_SERIALS = itertools.count(1)
+#: id -> weak reference of the traced arrays written in place (`assign`), for the by-value
+#: boundaries (`passed`); not a WeakSet, which compares its members with `==`
+_WRITTEN: dict[int, weakref.ref] = {}
+
+
+@contextlib.contextmanager
+def region() -> Iterator[None]:
+    """Trace the body of a loop or branch: arrays made outside it cannot be written in it
+    (the compiled region has no way to change them; numpy would)."""
+    REGION.append(next(_SERIALS))
+    try:
+        yield
+    finally:
+        REGION.pop()
+
+
+def passed(outer: Any, inner: Any, where: str) -> None:
+    """`inner[k]` stood for the traced array `outer[k]` in a function, QNode or loop body
+    traced apart (a copy: arrays cross those boundaries by value). Where the body wrote
+    into it in place, numpy would have changed `outer[k]` too: it goes stale, so reading it
+    later raises rather than giving the old numbers. (`outer`, `inner`: pytrees alike.)"""
+    from cofactor.tracing.pytree import flatten  # (pytree imports the tracer, which imports this)
+
+    def is_leaf(x: Any) -> bool:
+        return hasattr(x, "_region")
+
+    outer, inner = flatten(outer, is_leaf)[0], flatten(inner, is_leaf)[0]
+    for o, i in zip(outer, inner, strict=False):
+        ref = _WRITTEN.get(id(i))
+        if ref is not None and ref() is i and o is not i and hasattr(o, "_region"):
+            _make_stale(o, f"it was written in place inside {where} it was passed to")
+
+
+#: trace context -> function name -> the positions of its inputs it writes in place
+_FUNCTION_WRITES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def record_writes(name: str, inputs: list[Any]) -> None:
+    """After tracing the function `name` (a QNode's circuit), whose input arrays are
+    `inputs`: remember which it wrote in place, for every call of it (`passed_to`)."""
+    from cofactor.tracing import context  # (context imports the tracer, which imports this)
+
+    written = []
+    for k, t in enumerate(inputs):
+        ref = _WRITTEN.get(id(t))
+        if ref is not None and ref() is t:
+            written.append(k)
+    _FUNCTION_WRITES.setdefault(context.current(), {})[name] = written
+
+
+def passed_to(name: str, outer: list[Any], where: str) -> None:
+    """The call of the function `name` with the traced arrays `outer` was emitted: those the
+    function writes in place go stale (as `passed`)."""
+    from cofactor.tracing import context
+
+    for k in _FUNCTION_WRITES.get(context.current(), {}).get(name, ()):
+        if k < len(outer) and hasattr(outer[k], "_region"):
+            _make_stale(outer[k], f"it was written in place inside {where} it was passed to")
+
+
+class MemoryGroup:
+    """The traced arrays that share one numpy buffer: the root owns it, the others view it."""
+
+    __slots__ = ("root", "buf", "members")
+
+    def __init__(self, root: Any, buf: np.ndarray | None = None) -> None:
+        self.root = root  # (kept alive by the views, as numpy's `.base`)
+        if buf is None:
+            buf = np.arange(root.size, dtype=np.int64).reshape(root.shape)
+        self.buf = buf
+        self.members: list[weakref.ref] = [weakref.ref(root)]
+
+    def alive(self) -> list[Any]:
+        out, refs = [], []
+        for ref in self.members:
+            t = ref()
+            if t is not None:
+                out.append(t)
+                refs.append(ref)
+        self.members[:] = refs
+        return out
+
+
+def share_memory(
+    base: Any,
+    view: Any,
+    probe: Callable[[np.ndarray], Any] | None,
+    through: Callable[[np.ndarray], None] | None = None,
+) -> None:
+    """Record that the Tracer `view` was made from the Tracer `base` by a numpy operation
+    that may return a view; `probe` applies that operation to a numpy array of `base`'s
+    shape (None: the positions are unknown at trace time). `through(elems)`, for a view at
+    a traced index (`m[i]`), writes new elements of the view into `base` (`m[i] = ...`)."""
+    if view is base:
         return
     group = base._group
+    where: Any = through
+    if through is None and probe is not None:
+        # numpy's answer, on the positions of the base's elements in the root's memory
+        if group is None:
+            buf = np.arange(base.size, dtype=np.int64).reshape(base.shape)
+        else:
+            buf = base._where if isinstance(base._where, np.ndarray) else None
+        known = buf is not None
+        if buf is None:
+            buf = np.zeros(base.shape, np.int64)
+        try:
+            where = probe(buf)
+        except Exception:  # noqa: BLE001 (the tracer's rules accepted it: keep the view)
+            where = None
+        else:
+            if not isinstance(where, np.ndarray) or not np.may_share_memory(where, buf):
+                return  # a copy in numpy (or a numpy scalar): no shared memory
+            if not known or where.shape != view.shape:
+                where = None  # a view, positions unknown
+        if group is None:
+            group = base._group = MemoryGroup(base, buf)
+            base._where = buf
+    elif through is None and view.ndim == 0:
+        return  # (x[i] with a traced i: a number in numpy, not a view)
     if group is None:
-        group = base._group = [weakref.ref(base)]
-    elif len(group) >= 32:  # (rows read in a Python loop: drop the ones that are gone)
-        group[:] = [ref for ref in group if ref() is not None]
-    group.append(weakref.ref(view))
+        group = base._group = MemoryGroup(base)
+        base._where = group.buf
+    if len(group.members) >= 32:  # (rows read in a Python loop: drop the ones that are gone)
+        group.alive()
+    group.members.append(weakref.ref(view))
     view._group = group
+    view._where = where
 
 
-def written(target: Any) -> None:
-    """`target` was written in place: the other live arrays sharing its memory go stale."""
+def assign(target: Any, elems: np.ndarray, what: str = "assignment destination") -> None:
+    """`target` now holds `elems` (an object array of its shape): a write in place. The other
+    live members of its memory group see the write as numpy's views would."""
+    here = REGION[-1]
+    if target._region != here:
+        _outside_region(target)
+    key = id(target)
+    if key not in _WRITTEN:
+        _WRITTEN[key] = weakref.ref(target, lambda _, key=key: _WRITTEN.pop(key, None))
     group = target._group
     if group is None:
+        target._elems, target._memref = elems, None
         return
-    alive = []
-    for ref in group:
-        other = ref()
-        if other is None:
+    where = target._where
+    if isinstance(where, np.ndarray) and not where.flags.writeable:
+        raise CompileValueError(f"{what} is read-only (as in numpy)")
+    if where is not None and not isinstance(where, np.ndarray):
+        where(elems)  # a view at a traced index: its base takes the write (`m[i] = ...`)
+        target._elems, target._memref = elems, None  # (that write made it stale)
+        return
+    target._elems, target._memref = elems, None
+    members = group.alive()
+    if where is None:  # positions unknown: every other member goes stale
+        for other in members:
+            if other is not target:
+                _make_stale(other)
+        return
+    root = group.root
+    if root._region != here:
+        _outside_region(root)
+    if root is target:
+        flat = elems.reshape(-1)
+    else:
+        flat = root.elems.copy().reshape(-1)
+        flat[where.reshape(-1)] = elems.reshape(-1)
+        root._elems, root._memref = flat.reshape(root.shape), None
+    for other in members:
+        if other is target or other is root:
             continue
-        alive.append(ref)
-        if other is not target:
+        w = other._where
+        if other._region != here:
+            _make_stale(
+                other, "memory it shares (a numpy view) was written inside a loop or branch body"
+            )
+        elif not isinstance(w, np.ndarray):
             _make_stale(other)
-    group[:] = alive
+        else:
+            other._elems, other._memref = flat[w.reshape(-1)].reshape(w.shape), None
 
 
-def _make_stale(t: Any) -> None:
-    marker = Stale()
+def _outside_region(t: Any) -> None:
+    raise CompileError(
+        f"writing in place (x[...] = v, x += v, out=x) into a traced array (shape {t.shape}) "
+        "made outside the cofactor.for_loop/while_loop/cond body being traced: numpy would "
+        "change that array, a compiled loop or branch cannot. Pass it in as a loop-carried "
+        "value (or branch operand) and return it, or write into a copy (y = y.copy())"
+    )
+
+
+def _make_stale(t: Any, why: str = "") -> None:
+    marker = Stale(why)
     elems = np.empty(t.shape, dtype=object)
     elems.fill(marker)
     t._elems, t._memref = elems, None
@@ -83,17 +268,30 @@ def _make_stale(t: Any) -> None:
 
 class Stale:
     """The element of a traced array that shares memory (in numpy) with an array written
-    after it was made: any use raises."""
+    after it was made, where the write cannot be followed: any use raises."""
 
-    __slots__ = ()
+    __slots__ = ("why",)
+
+    def __init__(self, why: str = "") -> None:
+        self.why = why
 
     def _fail(self, *args: Any, **kwargs: Any) -> Any:
+        why = object.__getattribute__(self, "why")
+        if why:
+            raise CompileError(
+                f"this traced array cannot be used here: {why}. numpy would show the new "
+                "values here; cofactor passes arrays to loops, QNodes and differentiated "
+                "functions by value. Return the array from there and use the returned one, "
+                "or pass a copy (x.copy())"
+            )
         raise CompileError(
-            "this traced array shares memory with another one (in numpy it is a view made "
-            "by slicing, reshape, transpose, ravel, ...), which was written in place after "
-            "it was made (x[...] = v): numpy would show the new values here, cofactor's "
-            "traced arrays do not share memory. Copy the view when you make it "
-            "(row = m[0].copy()), or read it again after the write"
+            "this traced array shares memory with another one (in numpy it is a view), "
+            "which was written in place after it was made (x[...] = v, x += v, out=x), and "
+            "cofactor cannot follow that write here: the view's elements' places are only "
+            "known when the program runs (np.real/np.imag of a complex array, a row at a "
+            "traced index m[i], or a view of such a view). numpy would show the new values "
+            "here. Copy the view when you make it (r = m[i].copy()), or read it again after "
+            "the write"
         )
 
     def __getattr__(self, name: str) -> Any:

@@ -34,7 +34,7 @@ from cofactor.errors import CompileError
 from cofactor.ir.builder import call_op, func_op, memref_type, quantum_attrs
 from cofactor.ir.mlir15 import generic_op
 from cofactor.launcher import BufferSpec
-from cofactor.tracing import context, gridsynth, pytree
+from cofactor.tracing import aliasing, context, gridsynth, pytree
 from cofactor.tracing.numpy_rules import as_tracer, in_memory, store_tracer
 from cofactor.tracing.observables import NAMED_OBSERVABLES  # noqa: F401 (re-exported)
 from cofactor.tracing.observables import is_dynamic as _is_dynamic
@@ -114,12 +114,15 @@ def call_qnode(qnode: Any, args: tuple, kwargs: dict) -> Any:
     info = ctx.qnode_info[name]
     if differentiated:
         check_differentiable(info)
+    dyn = [*dynamic, *captured]
     if info.one_shot_shots:  # mcm_method="one-shot": a loop over shots around the circuit
         from cofactor.tracing.mcm import call_one_shot
 
-        dyn = [*dynamic, *captured]
-        return call_one_shot(name, dyn, out_tree, out_leaves, info)
-    return _emit_call(name, [*dynamic, *captured], out_tree, out_leaves)
+        result = call_one_shot(name, dyn, out_tree, out_leaves, info)
+    else:
+        result = _emit_call(name, dyn, out_tree, out_leaves)
+    aliasing.passed_to(name, dyn, "the QNode")  # (arrays it writes into: tracing/aliasing.py)
+    return result
 
 
 def _traced_cells(fn: Any) -> list[Any]:
@@ -158,10 +161,11 @@ def _emit_qnode_function(
     b.push(block)
     ctx.function_entries.append(block)
     try:
-        params = iter(
+        inputs = [
             Tracer.from_memref(arg, s.shape, s.dtype, anchor=block)
             for arg, s in zip(block.args, specs, strict=True)
-        )
+        ]
+        params = iter(inputs)
         call_leaves = [next(params) if _is_dynamic(x) else x for x in leaves]
         call_args = pytree.unflatten(tree, call_leaves)
         outer_values = [c.cell_contents for c in cells]
@@ -177,6 +181,7 @@ def _emit_qnode_function(
                     result = qnode.func(*call_args)
                     scope.flush()
                 result = transforms.measured_values(scope, result)
+        aliasing.record_writes(name, inputs)  # (the caller's arrays: `_emit_call`)
         out_values, out_tree = pytree.flatten(
             result, is_leaf=lambda x: isinstance(x, MeasurementProcess | Tracer)
         )

@@ -27,7 +27,7 @@ from xdsl.ir import Block, Region
 from cofactor.errors import CompileError
 from cofactor.ir.builder import memref_type
 from cofactor.tracing import array_views, context
-from cofactor.tracing.aliasing import share_memory, written
+from cofactor.tracing.aliasing import assign, share_memory
 from cofactor.tracing.array_loops import ELEMENTWISE_MAX
 from cofactor.tracing.numpy_rules import (
     _in_memory,
@@ -112,20 +112,17 @@ def getitem(t: Tracer, key: Any) -> Tracer:
     """`t[key]`: static keys index the element array; traced integer keys load from memory.
     A basic key (integers, slices, None, ...) makes a view in numpy (tracing/aliasing.py)."""
     result = _getitem(t, key)
-    if result._shape and _is_basic_key(key):  # (x[i] of a vector: a number, no view)
-        share_memory(t, result)
+    # (x[i] of a vector is a number, no view; x[i, ...] is a 0-d view)
+    if result._shape or type(key) is tuple and any(k is Ellipsis for k in key):
+        keys = key if type(key) is tuple else (key,)
+        keys = tuple(_static_key(k) for k in keys)
+        if not any(_is_traced_index(k) for k in keys):
+            share_memory(t, result, lambda buf: buf[keys])
+        elif _integer_prefix(t, keys):  # `m[i]`, a row at a traced index: writes go to `m`
+            share_memory(t, result, None, through=lambda elems: setitem(t, keys, _wrap(elems)))
+        else:  # (slices with traced bounds: no such view in cofactor's rules)
+            share_memory(t, result, None)
     return result
-
-
-def _is_basic_key(key: Any) -> bool:
-    def basic(k: Any) -> bool:
-        if k is None or k is Ellipsis:
-            return True
-        if isinstance(k, slice):
-            return not any(isinstance(v, Tracer | Scalar) for v in (k.start, k.stop, k.step))
-        return isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_)
-
-    return all(basic(k) for k in (key if isinstance(key, tuple) else (key,)))
 
 
 def _getitem(t: Tracer, key: Any) -> Tracer:
@@ -308,9 +305,7 @@ def setitem(t: Tracer, key: Any, value: Any) -> None:
         elems[key] = np.broadcast_to(src, target.shape)
     else:
         elems[key] = src.reshape(())[()]
-    t._elems = elems
-    t._memref = None
-    written(t)
+    assign(t, elems)
 
 
 def _traced_setitem(t: Tracer, key: tuple, value: Any) -> None:
@@ -353,6 +348,4 @@ def _traced_setitem(t: Tracer, key: tuple, value: Any) -> None:
             elems[pos + rest] = (
                 src[rest] if hit is True else _select(hit, src[rest], elems[pos + rest])
             )
-    t._elems = elems
-    t._memref = None
-    written(t)
+    assign(t, elems)

@@ -12,6 +12,7 @@ from cofactor.tracing import (  # noqa: F401  (registration)
     array_extras,
     arrays,
     elementwise,
+    inplace_functions,
     linalg,
     logic,
 )

@@ -26,7 +26,7 @@ import numpy as np
 from cofactor.errors import CompileError, CompileTypeError, CompileValueError
 from cofactor.ir.builder import memref_type
 from cofactor.tracing import array_rules, array_views, context
-from cofactor.tracing.aliasing import VIEW_FUNCTIONS, share_memory, written
+from cofactor.tracing.aliasing import VIEW_FUNCTIONS, assign, share_memory
 from cofactor.tracing.array_loops import in_memory, select_scalar
 from cofactor.tracing.element_rules import UFUNC_RULES
 from cofactor.tracing.scalars import (  # re-exported: other modules import them from here
@@ -107,8 +107,7 @@ def _ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict, o
         )
     target = outs[0]
     new = inplace_result(target, array_ufunc(ufunc, method, inputs, kwargs), ufunc.__name__)
-    target._elems, target._memref = new.elems, None
-    written(target)
+    assign(target, new.elems, "output array")  # (numpy's views of `c` see it: aliasing.py)
     return target
 
 
@@ -546,8 +545,12 @@ def array_function(func: Callable, args: tuple, kwargs: dict) -> Any:
         )
     result = rule(*args, **kwargs)
     if func in VIEW_FUNCTIONS and args and isinstance(args[0], Tracer):
-        if isinstance(result, Tracer):
-            share_memory(args[0], result)  # numpy's result is a view: tracing/aliasing.py
+        if isinstance(result, Tracer):  # numpy's result may be a view: tracing/aliasing.py
+            base = args[0]
+            if func in (np.real, np.imag) and base.dtype == COMPLEX:
+                share_memory(base, result, None)  # (a part of each element: not followed)
+            else:
+                share_memory(base, result, lambda buf: func(buf, *args[1:], **kwargs))
     return result
 
 

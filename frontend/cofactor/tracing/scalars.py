@@ -14,7 +14,7 @@ import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import f64, i1, i64
 
-from cofactor.errors import CompileError
+from cofactor.errors import CompileError, CompileTypeError
 from cofactor.ir.builder import IRBuilder
 from cofactor.tracing import context
 from cofactor.tracing.aliasing import Stale
@@ -137,9 +137,8 @@ def _loop_dtypes(ufunc: np.ufunc, dtypes: list[np.dtype]) -> tuple[list[np.dtype
     try:
         resolved = ufunc.resolve_dtypes((*dtypes, None))
     except Exception as err:  # numpy raises several kinds of errors here
-        raise CompileError(
-            f"numpy.{ufunc.__name__} is not defined for {[str(d) for d in dtypes]}"
-        ) from err
+        kind = CompileTypeError if isinstance(err, TypeError) else CompileError  # (numpy's)
+        raise kind(f"numpy.{ufunc.__name__} is not defined for {[str(d) for d in dtypes]}") from err
     ins = [normalize_dtype(d) for d in resolved[: ufunc.nin]]
     return ins, normalize_dtype(resolved[-1])
 

@@ -28,6 +28,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from cofactor.errors import CompileError
 from cofactor.ir.builder import index_constant_op, link_op, load_op
 from cofactor.tracing import context
+from cofactor.tracing.aliasing import REGION as _REGION
 from cofactor.tracing.concrete import _NoConcreteValue
 from cofactor.tracing.host_arrays import HostArray
 from cofactor.tracing.scalar import (  # noqa: F401  (re-exported: the tracer's public names)
@@ -64,8 +65,12 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
     """A traced numpy array (or scalar, shape ())."""
 
     __array_priority__ = 1000
-    # (_group: the arrays sharing memory with this one in numpy, tracing/aliasing.py)
-    __slots__ = ("_elems", "_memref", "_shape", "dtype", "_group", "__weakref__")
+    # (_group: the arrays sharing memory with this one in numpy, _where: this array's
+    # positions in that memory, _region: the loop/branch body it was made in;
+    # tracing/aliasing.py)
+    __slots__ = (
+        "_elems", "_memref", "_shape", "dtype", "_group", "_where", "_region", "__weakref__"
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -79,7 +84,9 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
         self._elems = elems
         self._memref = memref
         self._shape = tuple(elems.shape) if elems is not None else tuple(shape or ())
-        self._group: list | None = None
+        self._group: Any = None
+        self._where: Any = None
+        self._region = _REGION[-1]
 
     # -- constructors ------------------------------------------------------------------
     @classmethod
@@ -279,15 +286,21 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
     def fill(self, value: Any) -> None:
         self[...] = value
 
+    def sort(self, axis: int = -1, kind: Any = None, order: Any = None) -> None:
+        from cofactor.tracing.inplace_functions import sort_in_place
+
+        sort_in_place(self, axis, kind, order)
+
     def reshape(self, *shape: Any, **kw: Any) -> Tracer:
         if len(shape) == 1 and isinstance(shape[0], tuple | list):
             shape = tuple(shape[0])
         return np.reshape(self, shape, **kw)
 
     def flatten(self) -> Tracer:
-        return np.reshape(self, (-1,))
+        return np.reshape(self, (-1,)).copy()  # (numpy: always a copy)
 
-    ravel = flatten
+    def ravel(self, order: str = "C") -> Tracer:
+        return np.ravel(self, order)  # (numpy: a view when it can be one)
 
     def transpose(self, *axes: Any) -> Tracer:
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
@@ -462,21 +475,27 @@ for _name in (f"__{p}{op}__" for op in _ARITHMETIC for p in ("", "r")):
         setattr(Scalar, _name, _deferring(getattr(Scalar, _name)))
 
 
-# In-place operators. Python rebinds the name to what `__iadd__` returns: a new traced
-# value, as in JAX (and as Catalyst programs expect); numpy's rules for writing into an
-# existing array still apply to arrays (shape kept, same_kind casting: `int_array += 0.5`
-# raises). A 0-d traced value stands for a Python/numpy scalar and takes the promoted
-# dtype (`n += 0.5` makes a float), as scalars do. `x[i] += v` is getitem, this, setitem.
+# In-place operators write into the array, as numpy's do: the same Python object takes the
+# new values (`z = y; z += 1` changes `y`), under numpy's rules for writing into an existing
+# array (shape kept, same_kind casting: `int_array += 0.5` raises), and the arrays numpy
+# would let share its memory see the write (tracing/aliasing.py: `t = y[1:]; t += 1`
+# changes `y`). A 0-d traced value that is no view stands for a Python/numpy scalar, which
+# is immutable: it is rebound to the promoted result (`n += 0.5` makes a float).
+# `x[k] += v` is getitem, this, setitem, as in numpy: a basic `k` writes through the view
+# and the setitem writes the same values again; an advanced `k` (`x[[0, 0]] += 1`) adds
+# into a copy, and the setitem stores each distinct element once, as numpy's does.
 def _inplace(ufunc: np.ufunc, name: str) -> Any:
     def operator(self: Tracer, other: Any) -> Any:
         if _is_foreign(other):
             return NotImplemented
         result = ufunc(self, other)
-        if self.ndim == 0 and np.ndim(result) == 0:
+        if self.ndim == 0 and self._group is None and np.ndim(result) == 0:
             return result
+        from cofactor.tracing.aliasing import assign
         from cofactor.tracing.numpy_api import inplace_result
 
-        return inplace_result(self, result, ufunc.__name__)
+        assign(self, inplace_result(self, result, ufunc.__name__).elems, "output array")
+        return self
 
     operator.__name__ = name
     return operator
@@ -486,7 +505,7 @@ for _op, _uf in (
     ("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("truediv", np.true_divide),
     ("floordiv", np.floor_divide), ("mod", np.remainder), ("pow", np.power),
     ("matmul", np.matmul), ("and", np.bitwise_and), ("or", np.bitwise_or),
-    ("xor", np.bitwise_xor),
+    ("xor", np.bitwise_xor), ("lshift", np.left_shift), ("rshift", np.right_shift),
 ):  # fmt: skip
     setattr(Tracer, f"__i{_op}__", _inplace(_uf, f"__i{_op}__"))
 
