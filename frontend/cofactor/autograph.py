@@ -259,7 +259,8 @@ def if_stmt(
 
         return run
 
-    results = cond(pred)(branch(true_fn)).otherwise(branch(false_fn))()
+    with _functional_writes():
+        results = cond(pred)(branch(true_fn)).otherwise(branch(false_fn))()
     set_state(results if isinstance(results, tuple) else (results,))
 
 
@@ -292,7 +293,8 @@ def for_stmt(
         body_fn(i)
         return _unpack(get_state())
 
-    results = for_loop(iterable.start, iterable.stop, iterable.step)(body)(*init)
+    with _functional_writes():
+        results = for_loop(iterable.start, iterable.stop, iterable.step)(body)(*init)
     if len(init) == 1:
         results = (results,)
     if init:
@@ -326,7 +328,8 @@ def while_stmt(
         loop_body()
         return _unpack(get_state())
 
-    results = while_loop(cond_fn)(body)(*init)
+    with _functional_writes():
+        results = while_loop(cond_fn)(body)(*init)
     if len(init) == 1:
         results = (results,)
     set_state(tuple(results))
@@ -366,6 +369,19 @@ def get_item(target: Any, key: Any, opts: Any = None) -> Any:
     return target[key]
 
 
+def _outside_copy(target: Any) -> Any:
+    from cofactor.tracing.aliasing import outside_copy
+
+    return outside_copy(target) if hasattr(target, "_region") else target
+
+
+def _functional_writes() -> Any:
+    """The converted statement rebinds the arrays its bodies write (tracing/aliasing.py)."""
+    from cofactor.tracing.aliasing import functional_writes
+
+    return functional_writes()
+
+
 def set_item(target: Any, key: Any, value: Any) -> Any:
     """`target[key] = value` in a converted function, which rebinds `target` to the result:
     a numpy array written with a traced value (or at a traced index) becomes a traced copy
@@ -373,6 +389,8 @@ def set_item(target: Any, key: Any, value: Any) -> Any:
     in place."""
     if _needs_tracer(target, key, value):
         target = _traced_copy(target)
+    elif _is_traced(target):
+        target = _outside_copy(target)  # (from outside the body: a copy, rebound)
     target[key] = value
     return target
 
@@ -390,6 +408,8 @@ def update_item_with_op(target: Any, key: Any, value: Any, op: str) -> Any:
     """`target[key] <op>= value` in a converted function (see `set_item`)."""
     if _needs_tracer(target, key, value):
         target = _traced_copy(target)
+    elif _is_traced(target):
+        target = _outside_copy(target)
     target[key] = _AUGMENTED[op](target[key], value)
     return target
 

@@ -446,3 +446,40 @@ def test_the_compiled_programs_arguments_are_copies() -> None:
     x = X.copy()
     np.testing.assert_allclose(cofactor.qjit(f)(x), [7.0, *(X[1:] + 1.0)])
     np.testing.assert_array_equal(x, X)
+
+
+# -- autograph ---------------------------------------------------------------------------------
+def branches_and_loops(x, n):
+    y = x * 1.0
+    for i in range(n):
+        y[i] += 1.0
+        y *= 1.5
+    if x[0] > 0:
+        y[0] = 100.0
+    else:
+        y += 1
+    i = 0
+    while i < n:
+        y[i] *= 2
+        i += 1
+    return y
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_autograph_branches_and_loops_writing_in_place(sign) -> None:
+    """The `else` branch used to see the `if` branch's write (101 instead of 1 in y[0]):
+    both branches wrote into the same traced object."""
+    compiled = cofactor.qjit(branches_and_loops, autograph=True)
+    np.testing.assert_allclose(compiled(sign * X, 3), branches_and_loops(sign * X, 3))
+
+
+def test_autograph_alias_of_an_array_a_branch_wrote_is_refused() -> None:
+    def f(x):
+        y = x * 1.0
+        z = y
+        if x[0] > 0:
+            y[0] = 100.0
+        return z  # numpy: z is y, changed
+
+    with pytest.raises(CompileError, match="autograph compiled"):
+        cofactor.qjit(f, autograph=True)(X)

@@ -86,6 +86,46 @@ def region() -> Iterator[None]:
         REGION.pop()
 
 
+#: autograph's converted if/for/while (`functional_writes`): in-place writes into arrays
+#: from outside the body give a new array that the converted code rebinds the name to
+_FUNCTIONAL: list[bool] = [False]
+#: the arrays from outside a body that `functional_writes` copied before writing
+_COPIED: list[Any] = []
+
+
+@contextlib.contextmanager
+def functional_writes() -> Iterator[None]:
+    """An `if`/`for`/`while` statement that autograph turned into cofactor's control flow:
+    the converter rebinds every name the statement assigns (`y[0] = v`, `y += v`) to the
+    statement's result, as Catalyst does (`y.at[0].set(v)`). A write in a body into an
+    array from outside it then writes into a copy (`outside_copy`), and once the statement
+    is done the original goes stale: it is only reachable through another name (`z = y`
+    before the `if`), which numpy would show changed."""
+    _FUNCTIONAL.append(True)
+    start = len(_COPIED)
+    try:
+        yield
+    finally:
+        _FUNCTIONAL.pop()
+        copied = _COPIED[start:]
+        del _COPIED[start:]
+        for t in copied:
+            _make_stale(
+                t,
+                "it was written in place inside an if/for/while body that autograph "
+                "compiled, which wrote a copy and rebound the name it was written through",
+            )
+
+
+def outside_copy(t: Any) -> Any:
+    """`t`, or a copy of it to write into when `t` was made outside the loop or branch body
+    being traced by autograph's converted code (`functional_writes`)."""
+    if t._region == REGION[-1] or not _FUNCTIONAL[-1]:
+        return t
+    _COPIED.append(t)
+    return t.copy()
+
+
 def passed(outer: Any, inner: Any, where: str) -> None:
     """`inner[k]` stood for the traced array `outer[k]` in a function, QNode or loop body
     traced apart (a copy: arrays cross those boundaries by value). Where the body wrote

@@ -491,11 +491,12 @@ def _inplace(ufunc: np.ufunc, name: str) -> Any:
         result = ufunc(self, other)
         if self.ndim == 0 and self._group is None and np.ndim(result) == 0:
             return result
-        from cofactor.tracing.aliasing import assign
+        from cofactor.tracing.aliasing import assign, outside_copy
         from cofactor.tracing.numpy_api import inplace_result
 
-        assign(self, inplace_result(self, result, ufunc.__name__).elems, "output array")
-        return self
+        target = outside_copy(self)  # (autograph's converted bodies rebind: aliasing.py)
+        assign(target, inplace_result(self, result, ufunc.__name__).elems, "output array")
+        return target
 
     operator.__name__ = name
     return operator
