@@ -147,7 +147,8 @@ def _getitem(t: Tracer, key: Any) -> Tracer:
             ids = np.asarray(np.arange(t.size).reshape(t.shape)[key])
             elems = load_elements(t._memref, t.shape, t.dtype, ids)
             return Tracer(elems, t.dtype)
-        return _wrap(t.elems[key])
+        picked = t.elems[key]  # (an empty selection keeps the dtype too)
+        return Tracer(picked, t.dtype) if isinstance(picked, np.ndarray) else _wrap(picked)
     if _in_memory(t) and _integer_prefix(t, key):
         return _load_from_memory(t, key)
     # Expand Ellipsis so every entry lines up with an axis, then apply entries one by one.

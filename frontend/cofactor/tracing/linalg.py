@@ -24,7 +24,7 @@ from cofactor.tracing.numpy_rules import (
     as_tracer,
     cast_tracer,
 )
-from cofactor.tracing.tracer import COMPLEX, FLOAT, Tracer
+from cofactor.tracing.tracer import COMPLEX, FLOAT, Tracer, normalize_dtype
 
 
 def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
@@ -33,19 +33,27 @@ def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     return _wrap(np.sum(diag, axis=-1)) if diag.shape[-1] else np.zeros(diag.shape[:-1], t.dtype)
 
 
+def _typed(result: Any, *operands: Any) -> Tracer:
+    """numpy's result of a product on the object arrays, with numpy's dtype: an empty result,
+    or sums over an empty axis (Python 0s), would otherwise read as float / int."""
+    t = _wrap(result)
+    want = normalize_dtype(np.result_type(*[as_tracer(o).dtype for o in operands]))
+    return t if t.dtype == want else cast_tracer(t, want)
+
+
 def _kron(a, b):
-    return _wrap(np.kron(_as_elems(a), _as_elems(b)))
+    return _typed(np.kron(_as_elems(a), _as_elems(b)), a, b)
 
 
 def _dot(a, b, **kw):
     looped = array_rules.dot(a, b) if not kw else None
     if looped is not None:
         return looped
-    return _wrap(np.dot(_as_elems(a), _as_elems(b)))
+    return _typed(np.dot(_as_elems(a), _as_elems(b)), a, b)
 
 
 def _tensordot(a, b, axes=2):
-    return _wrap(np.tensordot(_as_elems(a), _as_elems(b), axes=axes))
+    return _typed(np.tensordot(_as_elems(a), _as_elems(b), axes=axes), a, b)
 
 
 def _einsum(subscripts, *operands, **kw):
@@ -54,18 +62,18 @@ def _einsum(subscripts, *operands, **kw):
     looped = array_rules.einsum(subscripts, *operands) if not kw else None
     if looped is not None:
         return looped
-    return _wrap(np.einsum(subscripts, *[_as_elems(o) for o in operands], dtype=object))
+    return _typed(np.einsum(subscripts, *[_as_elems(o) for o in operands], dtype=object), *operands)
 
 
 def _outer(a, b, **kw):
     looped = array_rules.outer(a, b) if not kw else None
     if looped is not None:
         return looped
-    return _wrap(np.outer(_as_elems(a), _as_elems(b)))
+    return _typed(np.outer(_as_elems(a), _as_elems(b)), a, b)
 
 
 def _inner(a, b):
-    return _wrap(np.inner(_as_elems(a), _as_elems(b)))
+    return _typed(np.inner(_as_elems(a), _as_elems(b)), a, b)
 
 
 def _vdot(a, b):

@@ -117,7 +117,11 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         return _ufunc_with_out(ufunc, method, inputs, kwargs, out)
     if ufunc is np.matmul:
         looped = array_rules.matmul(*inputs) if len(inputs) == 2 and not kwargs else None
-        return looped if looped is not None else _wrap(np.matmul(*[_as_elems(x) for x in inputs]))
+        if looped is not None:
+            return looped
+        result = _wrap(np.matmul(*[_as_elems(x) for x in inputs]))
+        want = normalize_dtype(np.result_type(*[as_tracer(x).dtype for x in inputs]))
+        return result if result.dtype == want else cast_tracer(result, want)  # (empty sums)
     if method == "reduce":
         axis, keepdims = kwargs.get("axis", 0), kwargs.get("keepdims", False)
         looped = array_rules.reduce(ufunc, inputs[0], axis, keepdims, kwargs.get("dtype"))
