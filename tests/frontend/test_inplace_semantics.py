@@ -483,3 +483,22 @@ def test_autograph_alias_of_an_array_a_branch_wrote_is_refused() -> None:
 
     with pytest.raises(CompileError, match="autograph compiled"):
         cofactor.qjit(f, autograph=True)(X)
+
+
+def test_functions_that_copy_in_numpy_give_arrays_that_writes_do_not_reach_back() -> None:
+    """np.round / np.nan_to_num of an int array returned the traced array itself: `r += 1`
+    then changed the argument too."""
+
+    def f(x):
+        y = (x * 3).astype(int)
+        r = np.round(y)
+        r += 1
+        n = np.nan_to_num(y)
+        n *= 2
+        b = np.round(y > 0)  # (numpy: float16; cofactor computes it in float64)
+        b += 0.5
+        return y, r, n, b
+
+    got, want = cofactor.qjit(f)(X), f(X)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)

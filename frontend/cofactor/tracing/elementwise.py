@@ -28,9 +28,11 @@ def _round(a: Any, decimals: int = 0, out: Any = None) -> Tracer:
     decimals = int(decimals)
     if t.dtype == COMPLEX:
         return _round(np.real(t), decimals) + 1j * _round(np.imag(t), decimals)
-    if t.dtype in (INT, BOOL):
-        if decimals >= 0:
-            return t
+    if t.dtype == BOOL:  # numpy: float16, which cofactor computes in float64 (as np.sin)
+        t = cast_tracer(t, FLOAT)
+    elif decimals >= 0 and t.dtype == INT:
+        return t.copy()  # (numpy: a new array, which `+=` must not write through)
+    if t.dtype == INT:
         return cast_tracer(_round(cast_tracer(t, FLOAT), decimals), INT)
     if decimals == 0:
         return np.rint(t)
@@ -61,7 +63,7 @@ def _nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
         re, im = (_nan_to_num(p, nan=nan, posinf=posinf, neginf=neginf) for p in parts)
         return re + 1j * im
     if t.dtype != FLOAT:
-        return t
+        return t.copy()  # (numpy: a new array)
     big = np.finfo(np.float64).max
     hi = big if posinf is None else float(posinf)
     lo = -big if neginf is None else float(neginf)

@@ -235,7 +235,9 @@ def _prod(a, axis=None, dtype=None, keepdims=False, **kw):
     src = t if dtype is None else cast_tracer(t, normalize_dtype(dtype))
     if src.dtype == BOOL:
         src = cast_tracer(src, INT)
-    return _wrap(np.prod(src.elems, axis=axis, keepdims=keepdims))
+    result = _wrap(np.prod(src.elems, axis=axis, keepdims=keepdims))
+    # (an empty axis gives Python 1s, an empty result no elements: numpy's dtype is src's)
+    return result if result.dtype == src.dtype else cast_tracer(result, src.dtype)
 
 
 def _mean(a, axis=None, keepdims=False, **kw):
@@ -254,7 +256,11 @@ def _reduce_fn(ufunc: np.ufunc):
         if looped is not None:
             return looped
         fn = np.frompyfunc(lambda x, y: scalar_ufunc(ufunc, x, y), 2, 1)
-        return _wrap(_reduce_axes(fn, as_tracer(a).elems, axis, keepdims))
+        t = as_tracer(a)
+        result = _wrap(_reduce_axes(fn, t.elems, axis, keepdims))
+        if result.size == 0:  # (no elements to tell the dtype: numpy's loop's)
+            return Tracer(result.elems, _loop_dtypes(ufunc, [t.dtype, t.dtype])[1])
+        return result
 
     return rule
 

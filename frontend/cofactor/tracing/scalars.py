@@ -14,7 +14,7 @@ import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import f64, i1, i64
 
-from cofactor.errors import CompileError, CompileTypeError
+from cofactor.errors import CompileError, CompileTypeError, CompileValueError
 from cofactor.ir.builder import IRBuilder
 from cofactor.tracing import context
 from cofactor.tracing.aliasing import Stale
@@ -172,7 +172,7 @@ def _power(base: Any, exp: Any, dtype: np.dtype, out: np.dtype) -> Scalar:
         n = int(np.real(e_const))
         if 0 <= n <= 8 or dtype == INT:
             if dtype == INT and n < 0:
-                raise CompileError("integers to negative integer powers are not allowed")
+                raise CompileValueError("Integers to negative integer powers are not allowed.")
             return _int_power(x, n, dtype)
     if dtype == INT:
         return _int_power_traced(x, as_scalar(exp, INT))

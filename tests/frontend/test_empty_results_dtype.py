@@ -1,4 +1,5 @@
-"""numpy's dtype for products over empty axes and empty selections (found by the array fuzzer).
+"""numpy's dtype for products and reductions over empty axes, and empty selections (found by
+the array fuzzer).
 
 On the object arrays of traced elements numpy cannot tell an empty result's dtype, and a
 sum over an empty axis is a Python 0: cofactor's results were float64 where numpy gives
@@ -38,5 +39,24 @@ def test_dtypes_of_empty_products_and_selections_are_numpys() -> None:
     got = cofactor.qjit(products)(*args)
     want = products(*args)
     for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert (g.dtype, g.shape) == (w.dtype, w.shape), k
+        np.testing.assert_array_equal(g, w)
+
+
+def reductions(a, b):
+    t = a[:, 0:0]
+    return (
+        np.prod(t, axis=0),  # an empty result
+        np.prod(b[:0], axis=0),  # a product over an empty axis: 1.0, not the int 1
+        np.max(t, axis=0),
+        np.all(b[:0] > 0, axis=0),
+        np.prod(b[:, :0], axis=1),
+    )
+
+
+def test_dtypes_of_empty_reductions_are_numpys() -> None:
+    args = (np.array([[5]]), np.array([[1.5, 2.0], [3.0, 4.0]]))
+    got = cofactor.qjit(reductions)(*args)
+    for k, (g, w) in enumerate(zip(got, reductions(*args), strict=True)):
         assert (g.dtype, g.shape) == (w.dtype, w.shape), k
         np.testing.assert_array_equal(g, w)
