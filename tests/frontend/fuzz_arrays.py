@@ -19,6 +19,7 @@ autograd (`np` is pennylane.numpy) for the reference gradients.
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass, field
 
@@ -27,6 +28,8 @@ import pennylane as qml
 from fuzz_arrays_ops import DIMS, _shape_text, expression, index
 from hypothesis import strategies as st
 
+#: COFACTOR_FUZZ_INPLACE=1: mostly writes in place (through views, aliases, out=)
+INPLACE = bool(os.environ.get("COFACTOR_FUZZ_INPLACE"))
 #: values above this are not kept (exp of a product, prod of many numbers)
 MAGNITUDE = 1e3
 
@@ -268,7 +271,7 @@ def array_programs(draw, max_statements: int = 6, large: bool = False) -> ArrayP
             if value.shape != env[loop.rsplit(", ", 1)[1][:-1]].shape or value.dtype.kind != "f":
                 continue  # cofactor.for_loop keeps the carry's shape and dtype
             p.body.append((name, loop))
-        elif (which := draw(st.integers(0, 9))) <= 1:
+        elif (which := draw(st.integers(0, 2 if INPLACE else 9))) <= 1:
             update = draw((_update if which == 0 else _view_update)(env, name))
             if update is None:
                 continue

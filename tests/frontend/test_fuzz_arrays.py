@@ -13,6 +13,7 @@ a wrong number or a silent zero.
 `make test` runs a fixed, derandomized set of COFACTOR_FUZZ_EXAMPLES examples (default 50,
 each one to three compiles); run longer on demand, e.g.
     COFACTOR_FUZZ_EXAMPLES=1000 COFACTOR_FUZZ_SEED=3 pytest tests/frontend/test_fuzz_arrays.py
+(COFACTOR_FUZZ_INPLACE=1: mostly writes in place, through views, aliases and out=).
 A failure is shrunk to a small program and printed as a runnable script.
 """
 

@@ -502,3 +502,14 @@ def test_functions_that_copy_in_numpy_give_arrays_that_writes_do_not_reach_back(
     got, want = cofactor.qjit(f)(X), f(X)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+def test_a_traced_boolean_index_is_a_mask_not_an_integer() -> None:
+    """`x[x[0] > 0]` is a mask in numpy (shape (1, 3) or (0, 3)); it used to be read as the
+    integer 1 and returned x[1]."""
+
+    def f(x):
+        return x[x[0] > 0]
+
+    with pytest.raises(CompileError, match="traced boolean"):
+        cofactor.qjit(f)(X)

@@ -55,6 +55,13 @@ def _static_key(k: Any) -> Any:
         return k.elems[()].const
     if isinstance(k, Tracer) and k.ndim > 0:
         raise CompileError("indexing with a traced array is not supported (only traced integers)")
+    if isinstance(k, Tracer | Scalar) and k.dtype == BOOL:
+        # numpy: a boolean index is a mask (x[True] adds an axis, x[False] is empty), not
+        # the integer 0 or 1; its result's shape would only be known at run time
+        raise CompileError(
+            "indexing with a traced boolean (a mask: the result's shape depends on its value) "
+            "is not supported; use np.where(mask, x, y), or cast an index with .astype(int)"
+        )
     return k
 
 
