@@ -513,3 +513,20 @@ def test_a_traced_boolean_index_is_a_mask_not_an_integer() -> None:
 
     with pytest.raises(CompileError, match="traced boolean"):
         cofactor.qjit(f)(X)
+
+
+def test_a_loop_body_writing_into_an_np_zeros_array_from_outside_is_refused() -> None:
+    """It used to fail in cofactor-opt with 'use of undeclared SSA value name'."""
+
+    def f(x):
+        y = np.zeros(3)
+
+        @cofactor.for_loop(0, 3, 1)
+        def body(i, acc):
+            y[0] = acc
+            return acc + x[0]
+
+        return y, body(0.0)
+
+    with pytest.raises(CompileError, match="made outside the cofactor.for_loop"):
+        cofactor.qjit(f)(X)

@@ -29,6 +29,7 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from cofactor.errors import CompileError, CompileTypeError
 from cofactor.tracing import context
+from cofactor.tracing.aliasing import REGION
 
 #: the numpy constructors that make a HostArray while a program is traced
 CONSTRUCTORS = (
@@ -45,13 +46,14 @@ _LIBRARIES = frozenset(
 class HostArray(NDArrayOperatorsMixin):
     """A numpy array made by a traced program, until a traced value is written into it."""
 
-    __slots__ = ("_array", "_tracer")
+    __slots__ = ("_array", "_tracer", "_region")
     __array_priority__ = 1000  # above ndarray's: `ndarray + HostArray` asks this class
     __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, array: np.ndarray) -> None:
         self._array: np.ndarray | None = array
         self._tracer: Any = None
+        self._region = REGION[-1]  # (a loop body cannot write into it: tracing/aliasing.py)
 
     @property
     def value(self) -> Any:
@@ -82,6 +84,7 @@ class HostArray(NDArrayOperatorsMixin):
                     "traced values before taking views, or copy the view (.copy())"
                 )
             self._tracer = as_tracer(self._array)
+            self._tracer._region = self._region  # (made where the numpy array was)
             self._array = None
         return self._tracer
 
