@@ -530,3 +530,28 @@ def test_a_loop_body_writing_into_an_np_zeros_array_from_outside_is_refused() ->
 
     with pytest.raises(CompileError, match="made outside the cofactor.for_loop"):
         cofactor.qjit(f)(X)
+
+
+def test_gradient_through_in_place_writes_in_a_for_loop_body() -> None:
+    def inplace(x):
+        @cofactor.for_loop(0, 3, 1)
+        def body(i, acc):
+            acc *= np.cos(x)
+            head = acc[:2]
+            head += x[2] * x[3]
+            return acc
+
+        return np.sum(body(x * 1.0) ** 2)
+
+    def functional(x):
+        acc = x * 1.0
+        for _ in range(3):
+            acc = acc * np.cos(x)
+            acc = np.concatenate([acc[:2] + x[2] * x[3], acc[2:]])
+        return np.sum(acc**2)
+
+    np.testing.assert_allclose(cofactor.qjit(inplace)(X), functional(X), rtol=1e-13)
+    g = cofactor.qjit(cofactor.grad(inplace))(X)
+    h = 1e-6
+    fd = [(functional(X + h * e) - functional(X - h * e)) / (2 * h) for e in np.eye(4)]
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
