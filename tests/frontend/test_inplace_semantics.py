@@ -555,3 +555,20 @@ def test_gradient_through_in_place_writes_in_a_for_loop_body() -> None:
     h = 1e-6
     fd = [(functional(X + h * e) - functional(X - h * e)) / (2 * h) for e in np.eye(4)]
     np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_an_np_zeros_loop_initial_value_written_by_the_body() -> None:
+    def f(x, read_init):
+        y = np.zeros(4)
+
+        @cofactor.for_loop(0, 2, 1)
+        def body(i, acc):
+            acc[i] = x[i]
+            return acc
+
+        r = body(y)
+        return (r, y) if read_init else r
+
+    np.testing.assert_allclose(cofactor.qjit(f, static_argnums=1)(X, False), [*X[:2], 0, 0])
+    with pytest.raises(CompileError, match="written in place inside the cofactor.for_loop"):
+        cofactor.qjit(f, static_argnums=1)(X, True)

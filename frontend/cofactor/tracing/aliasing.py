@@ -134,12 +134,12 @@ def passed(outer: Any, inner: Any, where: str) -> None:
     from cofactor.tracing.pytree import flatten  # (pytree imports the tracer, which imports this)
 
     def is_leaf(x: Any) -> bool:
-        return hasattr(x, "_region")
+        return hasattr(x, "_region")  # (a Tracer or a HostArray)
 
     outer, inner = flatten(outer, is_leaf)[0], flatten(inner, is_leaf)[0]
     for o, i in zip(outer, inner, strict=False):
         ref = _WRITTEN.get(id(i))
-        if ref is not None and ref() is i and o is not i and hasattr(o, "_region"):
+        if ref is not None and ref() is i and o is not i:
             _make_stale(o, f"it was written in place inside {where} it was passed to")
 
 
@@ -166,7 +166,7 @@ def passed_to(name: str, outer: list[Any], where: str) -> None:
     from cofactor.tracing import context
 
     for k in _FUNCTION_WRITES.get(context.current(), {}).get(name, ()):
-        if k < len(outer) and hasattr(outer[k], "_region"):
+        if k < len(outer):
             _make_stale(outer[k], f"it was written in place inside {where} it was passed to")
 
 
@@ -300,10 +300,18 @@ def _outside_region(t: Any) -> None:
 
 
 def _make_stale(t: Any, why: str = "") -> None:
+    """`t` (a Tracer; a HostArray: the traced array it holds) now holds Stale markers."""
+    if not hasattr(t, "_region"):
+        return  # (a Python number or a numpy constant: nothing wrote it)
     marker = Stale(why)
-    elems = np.empty(t.shape, dtype=object)
+    elems = np.empty(np.shape(t), dtype=object)
     elems.fill(marker)
-    t._elems, t._memref = elems, None
+    if hasattr(t, "_elems"):
+        t._elems, t._memref = elems, None
+        return
+    from cofactor.tracing.tracer import Tracer  # (the tracer imports this module)
+
+    t._tracer, t._array = Tracer(elems, t.dtype), None
 
 
 class Stale:
