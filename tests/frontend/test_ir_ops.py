@@ -70,7 +70,13 @@ def test_every_ufunc_rule_lowers():
 
 def test_every_function_rule_lowers():
     def program(m, v, i):
+        w = m.copy()  # (the functions that write into an array: tracing/inplace_functions.py)
+        np.copyto(w[0], v)
+        np.put(w, [0, 5], [1.0, 2.0])
+        np.place(w, np.eye(2, 3) > 0, [3.0])
+        np.fill_diagonal(w, 0.5)
         return {
+            "written_in_place": w,
             "sum": np.sum(m, axis=0),
             "prod": np.prod(m),
             "mean": np.mean(m, axis=1),
@@ -197,6 +203,7 @@ def test_every_function_rule_lowers():
         np.dstack, np.block, np.rot90, np.fliplr, np.flipud, np.meshgrid, np.broadcast_arrays,
         np.select, np.cross, np.polyval, np.ediff1d, np.cov, np.corrcoef,
         np.linalg.matrix_power, np.linalg.multi_dot, getattr(np.linalg, "trace", np.trace),
+        np.copyto, np.put, np.place, np.fill_diagonal,
     }  # fmt: skip
     assert set(FUNCTION_RULES) <= covered, set(FUNCTION_RULES) - covered
     specs = [BufferSpec((2, 3), DTYPES[0]), BufferSpec((3,), DTYPES[0]), BufferSpec((), DTYPES[1])]
