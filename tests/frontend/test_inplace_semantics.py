@@ -164,12 +164,14 @@ def test_scalars_are_rebound_zero_d_views_are_written() -> None:
     def f(x):
         y = x * 1.0
         s = y[0]  # a numpy scalar: a copy
+        r = s.reshape(1)  # (a new array: a scalar has no memory to share)
         s += 10.0
         a = y[1, ...]  # a 0-d view
+        b = a.reshape(1)  # a view of the view
         a += 100.0
         n = 3
         n += 0.5  # a Python scalar becomes a float
-        return y, s, a, n
+        return y, s, r, a, b, n
 
     _same(f, X)
 

@@ -203,8 +203,8 @@ def share_memory(
     that may return a view; `probe` applies that operation to a numpy array of `base`'s
     shape (None: the positions are unknown at trace time). `through(elems)`, for a view at
     a traced index (`m[i]`), writes new elements of the view into `base` (`m[i] = ...`)."""
-    if view is base:
-        return
+    if view is base or (base.ndim == 0 and base._group is None):
+        return  # (a 0-d traced value that is no view stands for an immutable numpy scalar)
     group = base._group
     where: Any = through
     if through is None and probe is not None:
