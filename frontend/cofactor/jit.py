@@ -342,7 +342,7 @@ class QJIT:
         entry = func_op(self.symbol, [*in_types, *out_types], Region(block))
         entry.attributes["llvm.emit_c_interface"] = UnitAttr()
         module = ModuleOp([*b.module_ops, entry])
-        helpers = [*ctx.text_helpers, *([interrupts.helpers(ctx)] if ctx.interrupt_checks else [])]
+        helpers = [interrupts.helpers(ctx)] if ctx.interrupt_checks else []
         checks = ctx.has_quantum or ctx.runtime_checks
         return TracedModule(module, helpers), out_tree, out_leaves, checks, ctx.has_callbacks
 
