@@ -118,7 +118,7 @@ class QJIT:
         if context.is_reserved_symbol(self.symbol):  # e.g. a function named `exp`
             self.symbol = f"{self.symbol}_qjit"
         self._signature = inspect.signature(py_function)
-        self._binder = CallBinder(self._signature, self.__name__, static_argnums, static_argnames)
+        self._binder = _binder(self._signature, self.__name__, static_argnums, static_argnames)
         self.static_argnums = self._binder.argnums
         self.static_argnames = tuple(sorted(self._binder.argnames))
         self._quick_ok = not self._binder.has_static  # calls may take `_split`'s fast path
@@ -379,6 +379,24 @@ class QJIT:
 
     def __repr__(self) -> str:
         return f"<cofactor.QJIT {self.__name__}, {len(self._cache)} compiled signature(s)>"
+
+
+def _binder(signature: inspect.Signature, name: str, argnums: Any, argnames: Any) -> CallBinder:
+    """The call binder; invalid `static_argnums` (a float, a position beyond the parameters)
+    are an error when the function is called, as in Catalyst, so that a module defining
+    such a function still imports (`static_argnames` errors stay errors here)."""
+    try:
+        return CallBinder(signature, name, argnums, argnames)
+    except (TypeError, CompileError) as err:
+        error = err  # (`err` is unbound when the except block ends)
+        binder = CallBinder(signature, name, None, argnames)  # (raises a bad argnames here)
+        binder.has_static = True  # no fast path: every call goes through `bind`
+
+        def refuse(args: tuple, kwargs: dict[str, Any]) -> Any:
+            raise error.with_traceback(None)
+
+        binder.bind = refuse  # type: ignore[method-assign]
+        return binder
 
 
 def _flatten_result(result: Any) -> tuple[list[Any], Any]:

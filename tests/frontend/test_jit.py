@@ -91,11 +91,24 @@ def test_static_argnums_used_for_python_control_flow():
     assert f(1.0, 4) == 16.0
 
 
-def test_static_argnums_out_of_range():
-    with pytest.raises(CompileError, match="beyond the valid range"):
-        qjit(lambda x: x, static_argnums=2)
-    with pytest.raises(TypeError, match="static_argnums"):
-        qjit(lambda x: x, static_argnums="0")
+@pytest.mark.parametrize(
+    "argnums, error, match",
+    [
+        (2, CompileError, "beyond the valid range"),
+        (-2, CompileError, "beyond the valid range"),
+        ("0", TypeError, "static_argnums"),
+        (1.0, TypeError, "static_argnums"),
+        ([1.0], TypeError, "static_argnums"),
+    ],
+)
+def test_static_argnums_out_of_range(argnums, error, match):
+    # as Catalyst: an error when the function is called (every call), not where it is
+    # decorated, so that a module defining such a function imports
+    f = qjit(lambda x: x, static_argnums=argnums)
+    for _ in range(2):
+        with pytest.raises(error, match=match):
+            f(1.0)
+    assert f.compile_count == 0
 
 
 def test_unhashable_static_argument():
