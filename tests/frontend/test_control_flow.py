@@ -277,3 +277,15 @@ def test_while_loop_condition_python_bool_and_traced_bool():
         return loop(0), never(5)
 
     assert tuple(qjit(f)(4)) == (4, 5)
+
+
+def test_cond_on_traced_value_returning_a_measurement_says_why():
+    # before: "cannot trace a value of type ExpectationMP"; Catalyst: this TypeError
+    @qml.qnode(qml.device("lightning.qubit", wires=1))
+    def f(switch: bool):
+        if switch:
+            return qml.expval(qml.PauliY(0))
+        return qml.expval(qml.PauliZ(0))
+
+    with pytest.raises(TypeError, match="returns the measurement expval\\(Y\\(0\\)\\)"):
+        qjit(autograph=True)(f)

@@ -385,6 +385,7 @@ def _traced_cond(branches: list, otherwise_fn: Callable | None, args: tuple, kwa
         flush()
     then_leaves, then_tree = pytree.flatten(then_out, is_leaf=lambda x: isinstance(x, Tracer))
     else_leaves, else_tree = pytree.flatten(else_out, is_leaf=lambda x: isinstance(x, Tracer))
+    _refuse_measurements([*then_leaves, *else_leaves])
     if then_leaves and otherwise_fn is None and not rest:
         # Catalyst: TypeError (the missing branch returns None: a different structure)
         raise CompileTypeError(
@@ -427,6 +428,21 @@ def _traced_cond(branches: list, otherwise_fn: Callable | None, args: tuple, kwa
     )
     leaves = list(carry.rebuild(list(op.results)))
     return pytree.unflatten(then_tree, leaves)
+
+
+def _refuse_measurements(leaves: list[Any]) -> None:
+    """A branch on a traced predicate returning `qml.expval(...)` (autograph: `if x: return
+    qml.expval(A)`): a QNode's measurements are fixed when it is compiled, so they cannot
+    depend on a value known only at run time (Catalyst: the same TypeError)."""
+    for leaf in leaves:
+        if isinstance(leaf, qml.measurements.MeasurementProcess):
+            raise CompileTypeError(
+                f"Control flow requires a consistent return structure across all branches, "
+                f"and a branch on a traced predicate returns the measurement {leaf}: the "
+                "measurements a QNode returns are fixed when it is compiled. Return every "
+                "measurement and choose between the results (np.where, or a cond after the "
+                "QNode call), or make the predicate a static argument (static_argnums)"
+            )
 
 
 def _static_cond(branches: list, otherwise_fn: Callable | None, args: tuple, kwargs: dict) -> Any:
