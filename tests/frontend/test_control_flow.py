@@ -289,3 +289,30 @@ def test_cond_on_traced_value_returning_a_measurement_says_why():
 
     with pytest.raises(TypeError, match="returns the measurement expval\\(Y\\(0\\)\\)"):
         qjit(autograph=True)(f)
+
+
+def test_array_predicates_are_refused_alike():
+    # Catalyst: TypeError; before, a numpy array known at compile time gave numpy's
+    # ValueError (cond and autograph's `if`), a traced one cofactor's own words
+    def program(x):
+        n = np.array([[1], [2]])
+        if n:
+            return x**2
+        return x
+
+    for predicate in (lambda x: np.array([1, 2]), lambda x: x * np.ones(2)):
+
+        @qjit
+        def f(x, predicate=predicate):
+            return cond(predicate(x))(lambda: x).otherwise(lambda: -x)()
+
+        with pytest.raises(TypeError, match="not a valid predicate"):
+            f(1.0)
+    with pytest.raises(TypeError, match="not a valid predicate"):
+        qjit(autograph=True)(program)(3.0)
+    assert (
+        qjit(autograph=True)(lambda x: cond(np.array([True]))(lambda: x).otherwise(lambda: -x)())(
+            2.0
+        )
+        == 2.0
+    )

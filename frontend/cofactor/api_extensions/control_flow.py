@@ -372,10 +372,7 @@ def _traced_cond(branches: list, otherwise_fn: Callable | None, args: tuple, kwa
 
     cond_value = cast_tracer(as_tracer(pred), BOOL)
     if cond_value.shape != ():
-        raise CompileTypeError(
-            f"the cond predicate must be a scalar (got shape {cond_value.shape}): an array "
-            "with several elements is not a valid predicate; reduce it, e.g. with np.any"
-        )
+        raise predicate_error(cond_value.shape)
     then_block, else_block = Block(), Block()
     with traced_region(then_block) as flush:
         then_out = _drop_operators(fn(*args, **kwargs))
@@ -430,6 +427,23 @@ def _traced_cond(branches: list, otherwise_fn: Callable | None, args: tuple, kwa
     return pytree.unflatten(then_tree, leaves)
 
 
+def predicate_error(shape: tuple[int, ...]) -> CompileTypeError:
+    """The error for an array predicate of `cond` or of an autograph `if` (Catalyst's type)."""
+    return CompileTypeError(
+        f"Array with multiple elements is not a valid predicate (got shape {shape}): the "
+        "predicate of cond (or of an `if` autograph converts) must be one bool; reduce the "
+        "array, e.g. with np.any or np.all"
+    )
+
+
+def static_truth(pred: Any) -> bool:
+    """`bool(pred)` of a predicate known at compile time; an array of several elements is
+    refused as a traced one is (numpy's ValueError otherwise)."""
+    if isinstance(pred, np.ndarray) and pred.size != 1:
+        raise predicate_error(pred.shape)
+    return bool(pred)
+
+
 def _refuse_measurements(leaves: list[Any]) -> None:
     """A branch on a traced predicate returning `qml.expval(...)` (autograph: `if x: return
     qml.expval(A)`): a QNode's measurements are fixed when it is compiled, so they cannot
@@ -452,7 +466,7 @@ def _static_cond(branches: list, otherwise_fn: Callable | None, args: tuple, kwa
     in place; when it returns values, the others are traced into a block that is then
     dropped, so they are checked but leave nothing in the program. Results known at compile
     time stay known (numpy values); results that are not numbers are returned as they are."""
-    taken = next((i for i, (pred, _) in enumerate(branches) if pred), len(branches))
+    taken = next((i for i, (p, _) in enumerate(branches) if static_truth(p)), len(branches))
     fns = [fn for _, fn in branches] + [otherwise_fn]
     if fns[taken] is None:
         return None
