@@ -124,7 +124,7 @@ class QJIT:
         self._quick_ok = not self._binder.has_static  # calls may take `_split`'s fast path
         self._lock = threading.RLock()  # one compilation of this function at a time
         self.keep_intermediate = keep_intermediate
-        self.seed = seed
+        self.seed = _checked_seed(seed)
         self.target = target
         self.verbose = verbose
         self.logfile = logfile
@@ -379,6 +379,19 @@ class QJIT:
 
     def __repr__(self) -> str:
         return f"<cofactor.QJIT {self.__name__}, {len(self._cache)} compiled signature(s)>"
+
+
+def _checked_seed(seed: Any) -> int | None:
+    """Catalyst's check: a seed is an unsigned 32-bit integer (before, 1.5 was truncated to 1
+    and a bool or out-of-range value accepted without a word)."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= seed < 2**32:
+        raise ValueError(
+            f"Seed must be an unsigned 32-bit integer! Got {seed!r}: give qjit(seed=...) an "
+            "int from 0 to 2**32 - 1"
+        )
+    return int(seed)
 
 
 def _binder(signature: inspect.Signature, name: str, argnums: Any, argnames: Any) -> CallBinder:
