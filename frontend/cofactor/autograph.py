@@ -245,9 +245,10 @@ def if_stmt(
     symbol_names: tuple[str, ...],
     _num_results: int,
 ) -> None:
+    from cofactor.api_extensions.control_flow import cond, static_truth
+
     if not _is_traced(pred):
-        return true_fn() if pred else false_fn()
-    from cofactor.api_extensions.control_flow import cond
+        return true_fn() if static_truth(pred) else false_fn()
 
     init = get_state()
 

@@ -39,3 +39,8 @@ class CompileTypeError(CompileError, TypeError):
 class CompileValueError(CompileError, ValueError):
     """A program Catalyst refuses with a ValueError (e.g. a bad `method` or `argnums`, a
     tangent of the wrong shape): catchable as either."""
+
+
+class CompileNotImplementedError(CompileError, NotImplementedError):
+    """A program Catalyst refuses with a NotImplementedError (e.g. a measurement that
+    mcm_method='one-shot' cannot gather over shots): catchable as either."""

@@ -118,13 +118,13 @@ class QJIT:
         if context.is_reserved_symbol(self.symbol):  # e.g. a function named `exp`
             self.symbol = f"{self.symbol}_qjit"
         self._signature = inspect.signature(py_function)
-        self._binder = CallBinder(self._signature, self.__name__, static_argnums, static_argnames)
+        self._binder = _binder(self._signature, self.__name__, static_argnums, static_argnames)
         self.static_argnums = self._binder.argnums
         self.static_argnames = tuple(sorted(self._binder.argnames))
         self._quick_ok = not self._binder.has_static  # calls may take `_split`'s fast path
         self._lock = threading.RLock()  # one compilation of this function at a time
         self.keep_intermediate = keep_intermediate
-        self.seed = seed
+        self.seed = _checked_seed(seed)
         self.target = target
         self.verbose = verbose
         self.logfile = logfile
@@ -342,7 +342,7 @@ class QJIT:
         entry = func_op(self.symbol, [*in_types, *out_types], Region(block))
         entry.attributes["llvm.emit_c_interface"] = UnitAttr()
         module = ModuleOp([*b.module_ops, entry])
-        helpers = [*ctx.text_helpers, *([interrupts.helpers(ctx)] if ctx.interrupt_checks else [])]
+        helpers = [interrupts.helpers(ctx)] if ctx.interrupt_checks else []
         checks = ctx.has_quantum or ctx.runtime_checks
         return TracedModule(module, helpers), out_tree, out_leaves, checks, ctx.has_callbacks
 
@@ -379,6 +379,37 @@ class QJIT:
 
     def __repr__(self) -> str:
         return f"<cofactor.QJIT {self.__name__}, {len(self._cache)} compiled signature(s)>"
+
+
+def _checked_seed(seed: Any) -> int | None:
+    """Catalyst's check: a seed is an unsigned 32-bit integer (before, 1.5 was truncated to 1
+    and a bool or out-of-range value accepted without a word)."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= seed < 2**32:
+        raise ValueError(
+            f"Seed must be an unsigned 32-bit integer! Got {seed!r}: give qjit(seed=...) an "
+            "int from 0 to 2**32 - 1"
+        )
+    return int(seed)
+
+
+def _binder(signature: inspect.Signature, name: str, argnums: Any, argnames: Any) -> CallBinder:
+    """The call binder; invalid `static_argnums` (a float, a position beyond the parameters)
+    are an error when the function is called, as in Catalyst, so that a module defining
+    such a function still imports (`static_argnames` errors stay errors here)."""
+    try:
+        return CallBinder(signature, name, argnums, argnames)
+    except (TypeError, CompileError) as err:
+        error = err  # (`err` is unbound when the except block ends)
+        binder = CallBinder(signature, name, None, argnames)  # (raises a bad argnames here)
+        binder.has_static = True  # no fast path: every call goes through `bind`
+
+        def refuse(args: tuple, kwargs: dict[str, Any]) -> Any:
+            raise error.with_traceback(None)
+
+        binder.bind = refuse  # type: ignore[method-assign]
+        return binder
 
 
 def _flatten_result(result: Any) -> tuple[list[Any], Any]:

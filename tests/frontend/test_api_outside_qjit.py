@@ -110,6 +110,27 @@ def test_adjoint_and_ctrl_of_function_are_operators():
     assert isinstance(cofactor.ctrl(qml.RX(0.1, wires=0), control=1), qml.operation.Operator)
 
 
+def test_region_operators_decompose_into_the_region_operations():
+    # as Catalyst's HybridAdjoint/HybridCtrl (before: Adjoint(Prod) decomposed into one
+    # Prod, Controlled(op) into op's controlled gates, dropping its work_wire_type)
+    adj = cofactor.adjoint(_block)(0.4)
+    expected = qml.adjoint(_block)(0.4)  # PennyLane's list of inverted operations
+    assert adj.decomposition() == expected
+    np.testing.assert_allclose(
+        qml.matrix(qml.prod(*reversed(adj.decomposition())), wire_order=[0, 1]),
+        qml.matrix(adj, wire_order=[0, 1]),
+        atol=1e-12,
+    )
+
+    def adder():
+        qml.SemiAdder(x_wires=[1, 2], y_wires=[3, 4], work_wires=[5])
+
+    c = cofactor.ctrl(adder, control=0, work_wires=[6], work_wire_type="zeroed")()
+    (part,) = c.decomposition()
+    assert part.hyperparameters["work_wire_type"] == "zeroed"
+    assert isinstance(part.base, qml.SemiAdder) and part.control_wires == qml.wires.Wires([0])
+
+
 def test_outside_operators_run_on_uncompiled_pennylane():
     dev = qml.device("default.qubit", wires=3)
 

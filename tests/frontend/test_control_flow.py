@@ -130,6 +130,63 @@ def test_cond_on_python_value_runs_python():
     assert f(1.0) == 2.0
 
 
+def test_cond_on_python_value_checks_every_branch():
+    # Catalyst's (and qml.cond's under qjit) documented semantics: every branch is traced,
+    # the branches must return the same structure, and the result has their common dtype;
+    # results known at compile time stay known (before: the taken branch's value as it was)
+    @qjit
+    def f(x):
+        a = cond(True)(lambda: 0).otherwise(lambda: True)()
+        b = cond(False)(lambda: 1).else_if(True)(lambda: 2).otherwise(lambda: x * 0.5)()
+        total = 0
+        for i in range(a + 3):  # still a Python value
+            total = total + i
+        return a, b, total
+
+    a, b, total = f(3.0)
+    assert (a, b, total) == (0, 2.0, 3)
+    assert np.asarray(a).dtype == np.int64 and np.asarray(b).dtype == np.float64
+
+    @qjit
+    def mismatch(x):
+        return cond(True)(lambda: (x, x)).otherwise(lambda: [x, x])()
+
+    with pytest.raises(TypeError, match="same structure"):
+        mismatch(1.0)
+
+    @qjit
+    def needs_otherwise(x):
+        return cond(False)(lambda: x).else_if(True)(lambda: x)()
+
+    with pytest.raises(TypeError, match="otherwise"):
+        needs_otherwise(1.0)
+
+
+def test_cond_on_python_value_without_results_runs_one_branch():
+    # side-effect-only branches: the branch not taken is not traced (its write into an
+    # array made outside it would otherwise leak into the program)
+    @qjit
+    def f(x):
+        out = np.zeros(2)
+        branch = cond(False)(lambda: out.__setitem__(0, x))
+        branch.otherwise(lambda: out.__setitem__(1, x))()
+        return out
+
+    np.testing.assert_allclose(f(2.0), [0.0, 2.0])
+
+
+def test_qml_cond_on_python_value_in_a_circuit_matches_pennylane():
+    def circuit(x):
+        qml.cond(False, qml.RX, qml.RY)(x, wires=0)
+        angle = qml.cond(True, lambda: 2 * x, lambda: x)()
+        qml.RX(angle, wires=1)
+        return qml.expval(qml.PauliZ(0)), qml.expval(qml.PauliZ(1))
+
+    dev = qml.device("default.qubit", wires=2)
+    compiled = qjit(qml.qnode(qml.device("lightning.qubit", wires=2))(circuit))(0.4)
+    np.testing.assert_allclose(compiled, qml.qnode(dev)(circuit)(0.4), atol=1e-12)
+
+
 def test_cond_needs_otherwise_when_returning():
     @qjit
     def f(x):
@@ -220,3 +277,42 @@ def test_while_loop_condition_python_bool_and_traced_bool():
         return loop(0), never(5)
 
     assert tuple(qjit(f)(4)) == (4, 5)
+
+
+def test_cond_on_traced_value_returning_a_measurement_says_why():
+    # before: "cannot trace a value of type ExpectationMP"; Catalyst: this TypeError
+    @qml.qnode(qml.device("lightning.qubit", wires=1))
+    def f(switch: bool):
+        if switch:
+            return qml.expval(qml.PauliY(0))
+        return qml.expval(qml.PauliZ(0))
+
+    with pytest.raises(TypeError, match="returns the measurement expval\\(Y\\(0\\)\\)"):
+        qjit(autograph=True)(f)
+
+
+def test_array_predicates_are_refused_alike():
+    # Catalyst: TypeError; before, a numpy array known at compile time gave numpy's
+    # ValueError (cond and autograph's `if`), a traced one cofactor's own words
+    def program(x):
+        n = np.array([[1], [2]])
+        if n:
+            return x**2
+        return x
+
+    for predicate in (lambda x: np.array([1, 2]), lambda x: x * np.ones(2)):
+
+        @qjit
+        def f(x, predicate=predicate):
+            return cond(predicate(x))(lambda: x).otherwise(lambda: -x)()
+
+        with pytest.raises(TypeError, match="not a valid predicate"):
+            f(1.0)
+    with pytest.raises(TypeError, match="not a valid predicate"):
+        qjit(autograph=True)(program)(3.0)
+    assert (
+        qjit(autograph=True)(lambda x: cond(np.array([True]))(lambda: x).otherwise(lambda: -x)())(
+            2.0
+        )
+        == 2.0
+    )

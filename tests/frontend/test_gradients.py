@@ -287,6 +287,23 @@ def captured_constant(x, y):
     return grad(lambda x: x * y + y**2 * np.sin(x))(x)
 
 
+def test_gradient_keeps_the_containers_of_a_one_value_output():
+    # as Catalyst: the gradient of a function returning [y] / {"k": y} is [g] / {"k": g}
+    # (before: the bare g)
+    @qjit
+    def f(x):
+        return (
+            grad(lambda x: [x * x])(x),
+            value_and_grad(lambda x: {"k": x * x})(x),
+            grad(lambda x, y: (x * y,), argnums=(0, 1))(x, 2.0),
+        )
+
+    g_list, (value, g_dict), g_tuple = f(3.0)
+    assert isinstance(g_list, list) and g_list == [6.0]
+    assert value == {"k": 9.0} and g_dict == {"k": 6.0}
+    assert g_tuple == ((2.0, 3.0),)
+
+
 def test_captured_traced_values_are_constants():
     x, y = 0.3, 1.7
     assert captured_constant(x, y) == pytest.approx(y + y**2 * np.cos(x), abs=TOL)

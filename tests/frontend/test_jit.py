@@ -91,11 +91,24 @@ def test_static_argnums_used_for_python_control_flow():
     assert f(1.0, 4) == 16.0
 
 
-def test_static_argnums_out_of_range():
-    with pytest.raises(CompileError, match="beyond the valid range"):
-        qjit(lambda x: x, static_argnums=2)
-    with pytest.raises(TypeError, match="static_argnums"):
-        qjit(lambda x: x, static_argnums="0")
+@pytest.mark.parametrize(
+    "argnums, error, match",
+    [
+        (2, CompileError, "beyond the valid range"),
+        (-2, CompileError, "beyond the valid range"),
+        ("0", TypeError, "static_argnums"),
+        (1.0, TypeError, "static_argnums"),
+        ([1.0], TypeError, "static_argnums"),
+    ],
+)
+def test_static_argnums_out_of_range(argnums, error, match):
+    # as Catalyst: an error when the function is called (every call), not where it is
+    # decorated, so that a module defining such a function imports
+    f = qjit(lambda x: x, static_argnums=argnums)
+    for _ in range(2):
+        with pytest.raises(error, match=match):
+            f(1.0)
+    assert f.compile_count == 0
 
 
 def test_unhashable_static_argument():
@@ -185,7 +198,9 @@ def test_debug_print_outside_qjit_is_print(capsys):
     assert capsys.readouterr().out == "hello 1\n"
 
 
-def test_debug_print_prints_at_run_time(capfd):
+def test_debug_print_prints_at_run_time(capsys):
+    # Python's print, called back from the program (Catalyst's debug.print): sys.stdout,
+    # Python's and numpy's formatting
     @qjit
     def f(x, v, n, z):
         cofactor.debug.print("x =", x, "v:", v, "big", n > 1, "100%")
@@ -193,12 +208,40 @@ def test_debug_print_prints_at_run_time(capfd):
         return x
 
     f(0.5, np.array([1.0, 2.5]), 3, 1 - 2j)
-    first = capfd.readouterr().out
+    first = capsys.readouterr().out
     f(0.25, np.array([0.0, -1.0]), 0, 2j)
-    second = capfd.readouterr().out
-    assert first == "x = 0.5 v: [1, 2.5] big 1 100%\n(1-2j) | 3\n"
-    assert second == "x = 0.25 v: [0, -1] big 0 100%\n(0+2j) | 0\n"
+    second = capsys.readouterr().out
+    assert first == "x = 0.5 v: [1.  2.5] big True 100%\n(1-2j) | 3\n"
+    assert second == "x = 0.25 v: [ 0. -1.] big False 100%\n2j | 0\n"
     assert f.compile_count == 1
+
+
+def test_debug_print_format_string(capsys):
+    # Catalyst's documented form: a format string formatted with the other arguments at
+    # run time (before: the braces were printed as they are, the values appended)
+    @qjit
+    def f(a, b, c):
+        cofactor.debug.print("c={c} b={b} a={a}", a=a, b=b, c=c)
+        cofactor.debug.print("x = {0:.2f}, {1}", a, np.array([1.0, 2.0]) * b)
+        cofactor.debug.print("literal {{braces}} {}", "static")
+        return a
+
+    f(0.543, 2, 3.0)
+    assert capsys.readouterr().out == (
+        "c=3.0 b=2 a=0.543\nx = 0.54, [2. 4.]\nliteral {braces} static\n"
+    )
+    cofactor.debug.print("x = {0:.1f}", 1 / 3)  # outside qjit: the same formatting
+    assert capsys.readouterr().out == "x = 0.3\n"
+
+
+def test_debug_print_keywords_need_a_format_string():
+    @qjit
+    def f(x):
+        cofactor.debug.print("x", x=x)
+        return x
+
+    with pytest.raises(TypeError, match="not a format string"):
+        f(1.0)
 
 
 def test_outputs_are_fresh_arrays():

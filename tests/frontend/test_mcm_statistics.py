@@ -222,6 +222,21 @@ def test_one_shot_needs_shots():
         _jit(circuit)(0.1, 0.2)
 
 
+def test_one_shot_refuses_what_it_cannot_gather_as_not_implemented():
+    # Catalyst's exception type (NotImplementedError), and a CompileError as every refusal
+    @qml.set_shots(10)
+    @qml.qnode(qml.device("lightning.qubit", wires=1), mcm_method="one-shot")
+    def circuit(x):
+        qml.RX(x, 0)
+        qml.measure(0)
+        return qml.classical_shadow(wires=[0])
+
+    with pytest.raises(NotImplementedError, match="not compatible with the chosen or default"):
+        _jit(circuit)(0.3)
+    with pytest.raises(CompileError, match="expval, var, probs, sample or counts"):
+        _jit(circuit)(0.3)
+
+
 def test_single_branch_statistics_with_shots():
     @qml.qnode(
         qml.device("default.qubit", wires=1), mcm_method="single-branch-statistics", shots=50
@@ -318,3 +333,17 @@ def test_other_mcm_configurations_are_refused(kwargs, match):
     circuit = _stats({"wires": 2, "shots": 10}, kwargs)
     with pytest.raises(MCMConfigError, match=match):
         _jit(circuit)(0.1, 0.2)
+
+
+def test_parameter_broadcasting_is_refused_with_the_fix():
+    # PennyLane broadcasts RX over a batch of angles; cofactor refuses it (ValueError, as
+    # Catalyst under one-shot) and names vmap
+    @qml.set_shots(10)
+    @qml.qnode(qml.device("lightning.qubit", wires=1), mcm_method="one-shot")
+    def circuit(x):
+        qml.RX(x, wires=0)
+        qml.measure(0)
+        return qml.probs(wires=0)
+
+    with pytest.raises(ValueError, match="parameter broadcasting .* cofactor.vmap"):
+        _jit(circuit)(np.array([0.1, 0.2]))

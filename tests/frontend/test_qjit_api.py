@@ -219,6 +219,11 @@ def test_catalyst_default_options_are_accepted():
         ("circuit_transform_pipeline", {"cancel_inverses": {}}, NotImplementedError, "transforms"),
         ("pass_plugins", ["p.so"], NotImplementedError, "pass_plugins"),
         ("no_such_option", 1, TypeError, "unexpected keyword argument.*'no_such_option'"),
+        # Catalyst's check (before: 1.5 truncated to 1, the others accepted)
+        ("seed", -1, ValueError, "Seed must be an unsigned 32-bit integer"),
+        ("seed", 2**32, ValueError, "Seed must be an unsigned 32-bit integer"),
+        ("seed", 1.5, ValueError, "Seed must be an unsigned 32-bit integer"),
+        ("seed", True, ValueError, "Seed must be an unsigned 32-bit integer"),
     ],
 )
 def test_unsupported_option_values_are_named(option, value, exc, message):

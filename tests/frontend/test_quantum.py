@@ -473,7 +473,7 @@ def test_debug_print_inside_a_circuit_loop(capfd):
         return qml.expval(qml.PauliZ(0))
 
     circuit(3)
-    assert capfd.readouterr().out == "step 0 1\nstep 1 0\nstep 2 1\n"
+    assert capfd.readouterr().out == "step 0 True\nstep 1 False\nstep 2 True\n"
 
 
 def test_qnode_called_in_classical_loop_and_branch():

@@ -25,7 +25,7 @@ from cofactor.errors import CompileError, CompileTypeError
 from cofactor.ir.builder import INDEX, scalar_type
 from cofactor.tracing import aliasing, context, interrupts, pytree
 from cofactor.tracing.numpy_rules import as_tracer, cast_tracer, scalar_ufunc
-from cofactor.tracing.tracer import BOOL, COMPLEX, INT, Scalar, Tracer
+from cofactor.tracing.tracer import BOOL, COMPLEX, INT, Scalar, Tracer, normalize_dtype
 
 
 # ----------------------------------------------------------------------------------------
@@ -332,7 +332,10 @@ class CondCallable:
         return self
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        traced = context.is_tracing() and any(_is_traced(p) for p, _ in self.branches)
+        tracing = context.is_tracing()
+        traced = tracing and any(_is_traced(p) for p, _ in self.branches)
+        if tracing and not traced and not hybrid.recording():
+            return _static_cond(self.branches, self.otherwise_fn, args, kwargs)
         if not traced:
             for pred, fn in self.branches:
                 if pred:
@@ -374,10 +377,7 @@ def _traced_cond(branches: list, otherwise_fn: Callable | None, args: tuple, kwa
 
     cond_value = cast_tracer(as_tracer(pred), BOOL)
     if cond_value.shape != ():
-        raise CompileTypeError(
-            f"the cond predicate must be a scalar (got shape {cond_value.shape}): an array "
-            "with several elements is not a valid predicate; reduce it, e.g. with np.any"
-        )
+        raise predicate_error(cond_value.shape)
     then_block, else_block = Block(), Block()
     with traced_region(then_block) as flush:
         then_out = _drop_operators(fn(*args, **kwargs))
@@ -387,6 +387,7 @@ def _traced_cond(branches: list, otherwise_fn: Callable | None, args: tuple, kwa
         flush()
     then_leaves, then_tree = pytree.flatten(then_out, is_leaf=lambda x: isinstance(x, Tracer))
     else_leaves, else_tree = pytree.flatten(else_out, is_leaf=lambda x: isinstance(x, Tracer))
+    _refuse_measurements([*then_leaves, *else_leaves])
     if then_leaves and otherwise_fn is None and not rest:
         # Catalyst: TypeError (the missing branch returns None: a different structure)
         raise CompileTypeError(
@@ -429,6 +430,129 @@ def _traced_cond(branches: list, otherwise_fn: Callable | None, args: tuple, kwa
     )
     leaves = list(carry.rebuild(list(op.results)))
     return pytree.unflatten(then_tree, leaves)
+
+
+def predicate_error(shape: tuple[int, ...]) -> CompileTypeError:
+    """The error for an array predicate of `cond` or of an autograph `if` (Catalyst's type)."""
+    return CompileTypeError(
+        f"Array with multiple elements is not a valid predicate (got shape {shape}): the "
+        "predicate of cond (or of an `if` autograph converts) must be one bool; reduce the "
+        "array, e.g. with np.any or np.all"
+    )
+
+
+def static_truth(pred: Any) -> bool:
+    """`bool(pred)` of a predicate known at compile time; an array of several elements is
+    refused as a traced one is (numpy's ValueError otherwise)."""
+    if isinstance(pred, np.ndarray) and pred.size != 1:
+        raise predicate_error(pred.shape)
+    return bool(pred)
+
+
+def _refuse_measurements(leaves: list[Any]) -> None:
+    """A branch on a traced predicate returning `qml.expval(...)` (autograph: `if x: return
+    qml.expval(A)`): a QNode's measurements are fixed when it is compiled, so they cannot
+    depend on a value known only at run time (Catalyst: the same TypeError)."""
+    for leaf in leaves:
+        if isinstance(leaf, qml.measurements.MeasurementProcess):
+            raise CompileTypeError(
+                f"Control flow requires a consistent return structure across all branches, "
+                f"and a branch on a traced predicate returns the measurement {leaf}: the "
+                "measurements a QNode returns are fixed when it is compiled. Return every "
+                "measurement and choose between the results (np.where, or a cond after the "
+                "QNode call), or make the predicate a static argument (static_argnums)"
+            )
+
+
+def _static_cond(branches: list, otherwise_fn: Callable | None, args: tuple, kwargs: dict) -> Any:
+    """A cond on Python predicates inside qjit, as Catalyst (and PennyLane's `qml.cond` under
+    qjit) documents it: every branch is traced and must return the same structure, and the
+    result has the branches' common dtype (`0` or `True` -> an int). The branch taken runs
+    in place; when it returns values, the others are traced into a block that is then
+    dropped, so they are checked but leave nothing in the program. Results known at compile
+    time stay known (numpy values); results that are not numbers are returned as they are."""
+    taken = next((i for i, (p, _) in enumerate(branches) if static_truth(p)), len(branches))
+    fns = [fn for _, fn in branches] + [otherwise_fn]
+    if fns[taken] is None:
+        return None
+    out = _drop_operators(fns[taken](*args, **kwargs))
+    if out is None:
+        # Branches that return nothing have nothing to check, and are not traced: a write
+        # into an array made outside the branch is not yet undone when a block is dropped
+        return None
+    outs = [
+        out if i == taken else None if fn is None else _traced_and_dropped(fn, args, kwargs)
+        for i, fn in enumerate(fns)
+    ]
+    flat = [pytree.flatten(out, is_leaf=_is_traced) for out in outs]
+    if otherwise_fn is None and any(leaves for leaves, _ in flat):
+        raise CompileTypeError(
+            "Control flow requires a consistent return structure across all branches: a "
+            "branch of this cond returns a value, so it needs an `otherwise` branch "
+            "returning the same structure"
+        )
+    trees = [tree for _, tree in flat]
+    if any(tree != trees[0] for tree in trees):
+        raise CompileTypeError(
+            "Control flow requires a consistent return structure across all branches! Got "
+            f"{' and '.join(_describe(t) for t in trees)}: every branch must return the same "
+            "structure (the same tuple/list/dict containers, the same number of values)"
+        )
+    layouts = [[_leaf_layout(v) for v in leaves] for leaves, _ in flat]
+    leaves = flat[taken][0]
+    result = []
+    for k, value in enumerate(leaves):
+        per_branch = [layout[k] for layout in layouts]
+        if any(lay is None for lay in per_branch):  # not a number: returned as it is
+            result.append(value)
+            continue
+        shapes = {shape for shape, _ in per_branch}
+        if len(shapes) > 1:
+            raise CompileTypeError(
+                "Control flow requires a consistent array shape per result across all "
+                f"branches! Got {' and '.join(map(str, sorted(shapes)))}"
+            )
+        dtype = normalize_dtype(np.result_type(*(d for _, d in per_branch)))
+        result.append(_with_dtype(value, dtype))
+    return pytree.unflatten(trees[0], result)
+
+
+def _traced_and_dropped(fn: Callable, args: tuple, kwargs: dict) -> Any:
+    """`fn` traced into a block that is dropped: for the structure and types of its results."""
+    block = Block()
+    with traced_region(block) as flush:
+        out = _drop_operators(fn(*args, **kwargs))
+        flush()
+    ops = list(block.ops)
+    for op in ops:
+        block.detach_op(op)
+    for op in ops:
+        op.drop_all_references()
+    for op in ops:
+        op.erase(drop_references=False)
+    return out
+
+
+def _leaf_layout(value: Any) -> tuple[tuple[int, ...], np.dtype] | None:
+    """(shape, dtype) of a result leaf, or None when it is not a number or an array."""
+    if _is_traced(value):
+        t = as_tracer(value)
+        return t.shape, t.dtype
+    try:
+        arr = np.asarray(value)
+    except Exception:  # noqa: BLE001 - anything numpy cannot take is not a number
+        return None
+    if arr.dtype.kind not in "biufc":
+        return None
+    return arr.shape, normalize_dtype(arr.dtype)
+
+
+def _with_dtype(value: Any, dtype: np.dtype) -> Any:
+    if _is_traced(value):
+        t = as_tracer(value)
+        return value if t.dtype == dtype else cast_tracer(t, dtype)
+    arr = np.asarray(value, dtype=dtype)  # (a numpy value with a dtype, as a traced result)
+    return arr[()] if arr.ndim == 0 else arr
 
 
 def _describe(tree: Any) -> str:

@@ -425,12 +425,19 @@ def _grad_of(req: _Request) -> tuple[list[Tracer], list[Tracer]]:
     return req.enzyme_vjp([1.0])
 
 
+def _in_output_tree(req: _Request, grads: list[Tracer]) -> Any:
+    """The gradient inside the containers of the (one) output, as Catalyst: a function
+    returning `[y]` or `{"k": y}` has the gradient `[g]` / `{"k": g}` (its jacobian's
+    structure)."""
+    return pytree.unflatten(req.traced.out_tree, [req.per_arg(grads)])
+
+
 class Grad(_Transform):
     kind = "grad"
 
     def _apply(self, req: _Request) -> Any:
         _, grads = _grad_of(req)
-        return req.per_arg(grads)
+        return _in_output_tree(req, grads)
 
 
 class ValueAndGrad(_Transform):
@@ -438,7 +445,7 @@ class ValueAndGrad(_Transform):
 
     def _apply(self, req: _Request) -> Any:
         outs, grads = _grad_of(req)
-        return req.outputs(outs), req.per_arg(grads)
+        return req.outputs(outs), _in_output_tree(req, grads)
 
 
 class Jacobian(_Transform):

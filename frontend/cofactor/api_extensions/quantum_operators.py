@@ -78,7 +78,10 @@ def adjoint(fn: Any, lazy: bool = True) -> Any:
     if not hybrid.in_qnode_trace():
         # decided again when called: the function may be called inside a QNode trace
         return _RegionOperator(
-            fn, lambda: adjoint(fn, lazy), lambda base: create_adjoint_op(base, lazy)
+            fn,
+            lambda: adjoint(fn, lazy),
+            lambda base: create_adjoint_op(base, lazy),
+            reverse=True,
         )
     return hybrid.TransformedCallable(fn, hybrid.Transform(adjoint=True))
 
@@ -172,10 +175,17 @@ class _RegionOperator:
     PennyLane's own operator classes, so `.wires`, `qml.matrix` and uncompiled devices work.
     """
 
-    def __init__(self, fn: Callable, traced: Callable[[], Any], wrap: Callable[[Any], Any]):
+    def __init__(
+        self,
+        fn: Callable,
+        traced: Callable[[], Any],
+        wrap: Callable[[Any], Any],
+        reverse: bool = False,
+    ) -> None:
         self.fn = fn
         self.traced = traced
         self.wrap = wrap
+        self.reverse = reverse  # the adjoint: the region's operations in reverse order
         functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -196,4 +206,12 @@ class _RegionOperator:
             return None  # nothing to invert or control (PennyLane's adjoint gives [] here)
         # Prod(B, A) is "A, then B": the product of the operations in application order
         base = ops[0] if len(ops) == 1 else qml.prod(*reversed(ops))
-        return self.wrap(base)
+        with qml.QueuingManager.stop_recording():
+            parts = [self.wrap(op) for op in (reversed(ops) if self.reverse else ops)]
+        region = self.wrap(base)
+        # As Catalyst's HybridAdjoint/HybridCtrl, it decomposes into the region's operations,
+        # each inverted / controlled (PennyLane's decomposition of Adjoint(Prod) would be
+        # one Prod, of Controlled(op) the gates of op's controlled decomposition, losing
+        # e.g. its work_wire_type)
+        region.decomposition = lambda: list(parts)
+        return region

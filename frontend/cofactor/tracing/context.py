@@ -74,8 +74,6 @@ class TraceContext:
         self._names: set[str] = {name}
         self.has_quantum = False
         self.qnode_count = 0  # circuit functions emitted so far
-        # functions written directly as MLIR text, appended to the module (debug.print)
-        self.text_helpers: list[str] = []
         # entry blocks of the functions being emitted (innermost last) and, per entry block,
         # the buffers allocated there that must be freed before the function returns
         self.function_entries: list[Block] = []

@@ -51,7 +51,7 @@ from xdsl.dialects.builtin import IndexType, f64, i1, i64
 from xdsl.ir import Block
 from xdsl.rewriter import InsertPoint
 
-from cofactor.errors import CompileError
+from cofactor.errors import CompileError, CompileNotImplementedError
 from cofactor.ir.builder import call_op, memref_type
 from cofactor.ir.mlir15 import generic_op
 from cofactor.launcher import BufferSpec
@@ -341,9 +341,10 @@ def emit_per_shot(scope: Any, mp: MeasurementProcess) -> Any:
     if isinstance(mp, StateMP) or not isinstance(
         mp, ExpectationMP | VarianceMP | ProbabilityMP | SampleMP | CountsMP
     ):
-        raise CompileError(
-            f"{type(mp).__name__} cannot be gathered over shots with mcm_method='one-shot'; "
-            "return expval, var, probs, sample or counts"
+        raise CompileNotImplementedError(
+            f"{type(mp).__name__}: this measurement process is not compatible with the chosen "
+            "or default mcm_method ('one-shot' runs the circuit once per shot and gathers each "
+            "result over the shots); return expval, var, probs, sample or counts"
         )
     kind = _kind(mp)
     scope.shot_kinds.append(kind)

@@ -27,7 +27,7 @@ import pennylane as qml
 from xdsl.dialects.builtin import f64
 from xdsl.ir import SSAValue
 
-from cofactor.errors import CompileError
+from cofactor.errors import CompileError, CompileValueError
 from cofactor.ir.builder import memref_type, quantum_attrs
 from cofactor.ir.mlir15 import ObsType, generic_op
 from cofactor.tracing import context
@@ -63,7 +63,11 @@ def f64_value(p: Any) -> SSAValue:
     """A scalar gate parameter / coefficient as an f64 SSA value."""
     t = as_tracer(p)
     if t.shape != ():
-        raise CompileError(f"expected a scalar gate parameter, got an array of shape {t.shape}")
+        raise CompileValueError(
+            f"expected a scalar gate parameter, got an array of shape {t.shape}: parameter "
+            "broadcasting (a batch of values as one gate parameter) is not supported under "
+            "qjit, with any mcm_method; map the circuit over the batch with cofactor.vmap"
+        )
     if t.dtype == COMPLEX:
         raise CompileError("complex gate parameters are not supported")
     return as_scalar(t.elems[()], FLOAT).value
