@@ -137,12 +137,15 @@ def _normalise_static(value: Any) -> Any:
 
 
 def _is_array_list(x: Any) -> bool:
-    """Lists/tuples of plain numbers are arrays (as in `f([0.2, 0.3])`), not pytrees."""
+    """Lists/tuples of plain numbers (as in `f([0.2, 0.3])`) travel as one array, and the
+    program sees them as the same lists/tuples of traced numbers (so `a + b` joins two
+    lists and `2 * a` repeats one, as in Python, PennyLane and Catalyst)."""
     if not isinstance(x, list | tuple) or not x:
         return False
-    return all(type(v) in _PY_SCALARS or isinstance(v, np.generic) for v in x) or all(
-        _is_array_list(v) for v in x
-    )
+    if all(type(v) in _PY_SCALARS or isinstance(v, np.generic) for v in x):
+        return True
+    # nested: rectangular only (ragged nesting stays a pytree of numbers)
+    return all(_is_array_list(v) for v in x) and len({np.shape(v) for v in x}) == 1
 
 
 def _promotes(src: BufferSpec, dst: BufferSpec) -> bool:
@@ -313,7 +316,7 @@ def split_slots(
     leaves: list[Any] = []
     subtrees = []
     for a in dynamic:
-        sub_leaves, sub_tree = pytree.flatten(a, is_leaf=_is_array_list)
+        sub_leaves, sub_tree = pytree.flatten(a, pack=_is_array_list)
         leaves += sub_leaves
         subtrees.append(sub_tree)
     tree = ("tuple", tuple(subtrees))

@@ -26,8 +26,10 @@ def test_caching_and_promotion_follow_catalyst():
     assert f.compile_count == 2
     assert f(2, 4.65) == pytest.approx(8.65)  # int promotes to float: reuses
     assert f.compile_count == 2
-    np.testing.assert_allclose(f([0.2], [0.6]), [0.64])  # new shape: recompiles
-    assert f.compile_count == 3
+    np.testing.assert_allclose(f(np.array([0.2]), np.array([0.6])), [0.64])  # new shape
+    assert f.compile_count == 3  # (recompiled)
+    with pytest.raises(TypeError, match=r"\*\*"):
+        f([0.2], [0.6])  # a list is a list, as in Python and Catalyst: list ** int
     np.testing.assert_allclose(f(np.array([0.5]), np.array([1])), [1.25])  # promotes
     assert f.compile_count == 3
 

@@ -10,29 +10,39 @@ from typing import Any
 import numpy as np
 
 from cofactor.tracing.host_arrays import HostArray
+from cofactor.tracing.packed import PackedList, PackedTuple, unpack
 
 LEAF = "*"
 
 
-def flatten(obj: Any, is_leaf=None) -> tuple[list[Any], Any]:
-    """Leaves in order, and the hashable structure to rebuild `obj` with `unflatten`."""
+def flatten(obj: Any, is_leaf=None, pack=None) -> tuple[list[Any], Any]:
+    """Leaves in order, and the hashable structure to rebuild `obj` with `unflatten`.
+
+    `pack(x)` true: the nested sequence `x` is one leaf (one array) whose structure is kept
+    as a "packed" node; `unflatten` rebuilds it as the same lists/tuples of its elements."""
     leaves: list[Any] = []
-    tree = _flatten(obj, leaves, is_leaf)
+    tree = _flatten(obj, leaves, is_leaf, pack)
     return leaves, tree
 
 
-def _flatten(obj: Any, leaves: list[Any], is_leaf) -> Any:
+def _flatten(obj: Any, leaves: list[Any], is_leaf, pack=None) -> Any:
     if is_leaf is not None and is_leaf(obj):
         leaves.append(obj)
         return LEAF
+    if pack is not None and pack(obj):
+        leaves.append(obj)
+        return ("packed", _flatten(obj, [], None))
+    if isinstance(obj, PackedList | PackedTuple) and (packed := obj.packed()) is not None:
+        leaves.append(packed[0])  # (unchanged: travels as its array, see tracing/packed.py)
+        return ("packed", packed[1])
     if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
-        return ("tuple", tuple(_flatten(v, leaves, is_leaf) for v in obj))
+        return ("tuple", tuple(_flatten(v, leaves, is_leaf, pack) for v in obj))
     if isinstance(obj, list):
-        return ("list", tuple(_flatten(v, leaves, is_leaf) for v in obj))
+        return ("list", tuple(_flatten(v, leaves, is_leaf, pack) for v in obj))
     if isinstance(obj, dict):
         keys = tuple(obj.keys())
         _check_static_keys(keys)
-        return ("dict", keys, tuple(_flatten(obj[k], leaves, is_leaf) for k in keys))
+        return ("dict", keys, tuple(_flatten(obj[k], leaves, is_leaf, pack) for k in keys))
     if obj is None:
         return ("none",)
     if isinstance(obj, HostArray):
@@ -96,6 +106,8 @@ def _unflatten(tree: Any, it) -> Any:
         return [_unflatten(t, it) for t in tree[1]]
     if kind == "dict":
         return {k: _unflatten(t, it) for k, t in zip(tree[1], tree[2], strict=True)}
+    if kind == "packed":
+        return unpack(tree[1], next(it))
     if kind == "wires":
         from pennylane.wires import Wires
 
@@ -109,6 +121,8 @@ def num_leaves(tree: Any) -> int:
     kind = tree[0]
     if kind in ("tuple", "list", "wires"):
         return sum(num_leaves(t) for t in tree[1])
+    if kind == "packed":
+        return 1
     if kind == "dict":
         return sum(num_leaves(t) for t in tree[2])
     return 0
