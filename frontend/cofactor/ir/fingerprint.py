@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import operator
 from collections.abc import Iterable
 
 from xdsl.ir import Attribute, Block, Data, Operation, ParametrizedAttribute, SSAValue
@@ -246,17 +245,20 @@ class _Walk:
         heads = self._heads
         while op is not None:
             props, attrs, results = op.properties, op.attributes, op.results
-            # (None ends each list: names are strings, identities ints)
-            key = (
-                type(op),
-                *props,
-                *map(id, props.values()),
-                None,
-                *attrs,
-                *map(id, attrs.values()),
-                None,
-                *map(id, map(_TYPE, results)),
-            )
+            # (the count of properties, the names (strings), the identities of their
+            # values and then of the result types (ints): one reading only. An op without
+            # properties and attributes, -1 and the types, without building what is empty)
+            if props or attrs:
+                key = (
+                    type(op),
+                    len(props),
+                    *props,
+                    *attrs,
+                    *map(id, (*props.values(), *attrs.values())),
+                    *[id(r._type) for r in results],
+                )
+            else:
+                key = (type(op), -1, *[id(r._type) for r in results])
             head = heads.get(key)
             if head is None:
                 text = self._head(op)
@@ -305,9 +307,6 @@ class _Walk:
             out(attribute_token(a.type))
         self._ops(block._first_op)
         out("end block")
-
-
-_TYPE = operator.attrgetter("type")
 
 
 def module_fingerprint(module: Operation, extra: Iterable[str] = ()) -> str:
