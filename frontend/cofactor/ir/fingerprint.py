@@ -110,7 +110,16 @@ def _make_token(attr: Attribute) -> str:
         for field in fields:
             value = getattr(attr, field)
             entry = _TOKENS.get(id(value))
-            token = entry[1] if entry is not None and entry[0] is value else _value_token(value)
+            if entry is not None and entry[0] is value:
+                token = entry[1]
+            elif _CLASS_INFO.get(type(value), _NOT_SEEN)[0] in _ATTRIBUTE_KINDS:
+                # (an attribute of a class seen before, as `_value_token` would make it,
+                # without its lookups: most parameters of a new attribute are new too)
+                token = _make_token(value)
+                if len(_TOKENS) < _TOKENS_LIMIT:
+                    _TOKENS[id(value)] = (value, token)
+            else:
+                token = _value_token(value)
             parts.append(f"|{len(token)}:{token}")
         return f"{class_name}<{attr.name}>({len(parts)}{''.join(parts)})"
     if kind == "data":
@@ -136,6 +145,8 @@ def _class_info(cls: type) -> tuple[str, str, tuple[str, ...]]:
 
 
 _CLASS_INFO: dict[type, tuple[str, str, tuple[str, ...]]] = {}
+_NOT_SEEN = ("", "", ())
+_ATTRIBUTE_KINDS = ("parametrized", "data", "attribute")
 
 
 def _value_token(value: object) -> str:
