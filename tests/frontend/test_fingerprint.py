@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolRefAttr,
     UnitAttr,
+    UnregisteredOp,
     f32,
     f64,
     i1,
@@ -336,3 +337,39 @@ def test_a_cached_first_call_does_not_print_the_module(monkeypatch):
     monkeypatch.undo()
     assert again.mlir == fresh.mlir
     assert expected == pytest.approx(qml.QNode(build().func, dev)(0.4))
+
+
+def _ops_module(*ops):
+    block = Block()
+    block.add_ops(ops)
+    return ModuleOp(Region(block))
+
+
+def test_ops_that_share_attribute_objects_keep_their_own_heads():
+    # The walk writes the head of a kind of op once, keyed by the identities of its
+    # attribute objects; ops that hold the same objects differently are different kinds
+    op = UnregisteredOp.with_name("test.op")
+    a, b = StringAttr("a"), StringAttr("b")
+
+    name = StringAttr("test.op")
+
+    def make(props=None, attrs=None, results=()):
+        made = op.create(properties=props or {}, result_types=results)
+        made.attributes = {**(attrs or {}), "op_name__": name}  # (one object for all)
+        return made
+
+    variants = [
+        [make(props={"x": a}), make(props={"x": a})],
+        [make(props={"x": a}), make(attrs={"x": a})],  # a property, then an attribute
+        [make(props={"x": a}), make(props={"y": a})],  # another name
+        [make(props={"x": a}), make(props={"x": a, "y": b})],
+        [make(props={"x": a}), make(props={"x": a}, attrs={"y": b})],
+        [make(props={"x": a}), make(props={"x": a}, results=[i64])],
+        [make(), make(results=[i64])],
+        [make(), make(results=[i64, i64])],
+        [make(), make(attrs={"x": a})],
+    ]
+    keys = [module_fingerprint(_ops_module(*ops)) for ops in variants]
+    assert len(set(keys)) == len(keys)
+    # (and the same ops again: the same key)
+    assert keys[1] == module_fingerprint(_ops_module(make(props={"x": a}), make(attrs={"x": a})))

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import operator
 from collections.abc import Iterable
 
 from xdsl.ir import Attribute, Block, Data, Operation, ParametrizedAttribute, SSAValue
@@ -111,7 +110,16 @@ def _make_token(attr: Attribute) -> str:
         for field in fields:
             value = getattr(attr, field)
             entry = _TOKENS.get(id(value))
-            token = entry[1] if entry is not None and entry[0] is value else _value_token(value)
+            if entry is not None and entry[0] is value:
+                token = entry[1]
+            elif _CLASS_INFO.get(type(value), _NOT_SEEN)[0] in _ATTRIBUTE_KINDS:
+                # (an attribute of a class seen before, as `_value_token` would make it,
+                # without its lookups: most parameters of a new attribute are new too)
+                token = _make_token(value)
+                if len(_TOKENS) < _TOKENS_LIMIT:
+                    _TOKENS[id(value)] = (value, token)
+            else:
+                token = _value_token(value)
             parts.append(f"|{len(token)}:{token}")
         return f"{class_name}<{attr.name}>({len(parts)}{''.join(parts)})"
     if kind == "data":
@@ -137,6 +145,8 @@ def _class_info(cls: type) -> tuple[str, str, tuple[str, ...]]:
 
 
 _CLASS_INFO: dict[type, tuple[str, str, tuple[str, ...]]] = {}
+_NOT_SEEN = ("", "", ())
+_ATTRIBUTE_KINDS = ("parametrized", "data", "attribute")
 
 
 def _value_token(value: object) -> str:
@@ -246,17 +256,20 @@ class _Walk:
         heads = self._heads
         while op is not None:
             props, attrs, results = op.properties, op.attributes, op.results
-            # (None ends each list: names are strings, identities ints)
-            key = (
-                type(op),
-                *props,
-                *map(id, props.values()),
-                None,
-                *attrs,
-                *map(id, attrs.values()),
-                None,
-                *map(id, map(_TYPE, results)),
-            )
+            # (the count of properties, the names (strings), the identities of their
+            # values and then of the result types (ints): one reading only. An op without
+            # properties and attributes, -1 and the types, without building what is empty)
+            if props or attrs:
+                key = (
+                    type(op),
+                    len(props),
+                    *props,
+                    *attrs,
+                    *map(id, (*props.values(), *attrs.values())),
+                    *[id(r._type) for r in results],
+                )
+            else:
+                key = (type(op), -1, *[id(r._type) for r in results])
             head = heads.get(key)
             if head is None:
                 text = self._head(op)
@@ -305,9 +318,6 @@ class _Walk:
             out(attribute_token(a.type))
         self._ops(block._first_op)
         out("end block")
-
-
-_TYPE = operator.attrgetter("type")
 
 
 def module_fingerprint(module: Operation, extra: Iterable[str] = ()) -> str:

@@ -50,6 +50,7 @@ from cofactor.tracing.tracer import BOOL, COMPLEX, FLOAT, INT, Scalar, Tracer
 
 SUPPORTED_DEVICES = ("default.qubit", "lightning.qubit")
 SKIPPED_OPS = ("Identity", "Barrier", "Snapshot")
+_TRACED = (Tracer, Scalar)  # (a tuple made once: `Tracer | Scalar` is a new union per use)
 
 
 def _state_of_wires(state: Tracer, n: int, labels: list[int]) -> Tracer:
@@ -139,7 +140,15 @@ class QuantumScope:
     # -- wires -----------------------------------------------------------------------
     def wire(self, label: Any) -> SSAValue:
         """The i64 SSA value of a wire (labels map through the device wires)."""
-        if isinstance(label, Tracer | Scalar):
+        wire_map = self.wire_map
+        if wire_map is not None and type(label) is int:
+            # (the common case, as below without its type tests: a device's int label)
+            index = wire_map.get(label)
+            if index is not None:
+                if index > self.max_wire:
+                    self.max_wire = index
+                return self._wire_constant(context.current().builder, index)
+        if isinstance(label, _TRACED):
             t = as_tracer(label)
             if t.shape != () or t.dtype not in (INT, BOOL):
                 raise CompileError("a traced wire must be an integer scalar")
@@ -556,7 +565,7 @@ def _postselect_value(postselect: Any) -> int | None:
     `postselect not in [0, 1]` test)."""
     if postselect is None:
         return None
-    if isinstance(postselect, Tracer | Scalar):
+    if isinstance(postselect, _TRACED):
         raise PostselectError(
             "postselect must be '0' or '1', got a traced value; postselection needs the "
             "outcome when the program is compiled"
