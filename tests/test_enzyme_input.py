@@ -34,6 +34,22 @@ def _tanh_gradient(n: int, seed: int):
     return loss, w, np.outer(2 * t * (1 - t**2), x)
 
 
+def _three_temporaries(n: int, seed: int):
+    """Three buffers each read reversed by the next operation, so that
+    --cofactor-fuse-loops does not merge their loops and remove them."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, n) / np.sqrt(n)
+    w = rng.uniform(-1, 1, (n, n)) / np.sqrt(n)
+
+    def loss(w):
+        z = np.tanh((w @ x)[::-1])
+        u = np.sin(z[::-1])
+        return np.sum(u[::-1] ** 2)
+
+    t = np.tanh(w @ x)
+    return loss, w, np.outer(2 * np.sin(t) * np.cos(t) * (1 - t**2), x)
+
+
 def test_small_temporaries_of_a_differentiated_function_live_on_the_stack(monkeypatch):
     loss, w, want = _tanh_gradient(64, seed=7)
     got = {}
@@ -45,8 +61,9 @@ def test_small_temporaries_of_a_differentiated_function_live_on_the_stack(monkey
         if pipeline == "inprocess":
             optimized = g._last.library.stage("llvmir_opt")
     np.testing.assert_allclose(got["inprocess"], got["subprocess"], rtol=1e-14, atol=1e-17)
-    # The three 512-byte temporaries of W @ x, tanh and **2 (and Enzyme's shadows of them)
-    # are stack slots; before, the primal and its shadows called malloc and free.
+    # The 512-byte temporary W @ x (and Enzyme's shadow of it) are stack slots; before,
+    # the primal and its shadow called malloc and free. (The tanh and square loops are
+    # fused with the sum's, --cofactor-fuse-loops, and need no buffer.)
     assert "alloca [512 x i8]" in optimized
     assert not re.search(r"call [^\n]*@malloc\(", optimized), optimized
     # the captured x is a constant with its values again after Enzyme
@@ -58,7 +75,7 @@ def test_temporaries_past_the_stack_budget_stay_on_the_heap(monkeypatch):
     """Three temporaries of 12,000 bytes: two fit in the 32 KiB a function may take on the
     stack, the third is still malloc'ed."""
     monkeypatch.setenv(compiler.PIPELINE_ENV, "inprocess")
-    loss, w, want = _tanh_gradient(1500, seed=3)
+    loss, w, want = _three_temporaries(1500, seed=3)
     g = cofactor.qjit(cofactor.grad(loss))
     np.testing.assert_allclose(g(w), want, rtol=1e-12, atol=1e-16)
     optimized = g._last.library.stage("llvmir_opt")

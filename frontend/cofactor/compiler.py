@@ -48,6 +48,10 @@ from cofactor.errors import CompileError
 #: cofactor-opt passes from the frontend's dialects down to the LLVM dialect
 #: (docs/gradients.md explains the gradient passes around the standard lowering).
 LOWERING_PASSES: tuple[str, ...] = (
+    # First: the frontend's one loop per numpy operation, with a buffer between two, becomes
+    # one loop where the iterations line up (mlir_passes/lib/Transforms/FuseLoops.cpp); each
+    # loop costs every later stage (Enzyme reverses it, O2 and code generation compile it).
+    "--cofactor-fuse-loops",
     # A QNode's gradient with no classical code to differentiate needs no Enzyme.
     "--cofactor-direct-qnode-gradients",
     "--cofactor-split-qnodes",
@@ -113,7 +117,7 @@ PLAIN_PIPELINE = OPTIMIZE_PIPELINE
 LLC_FLAGS: tuple[str, ...] = ("-O2", "-combiner-store-merging=false")
 
 #: Bumped whenever the driver changes what it produces from the same IR.
-DRIVER_VERSION = "5"
+DRIVER_VERSION = "6"
 
 STAGE_FILES = {
     "mlir": "module.mlir",

@@ -404,4 +404,5 @@ std::unique_ptr<Pass> cofactor::createLowerQuantumToRuntimePass() {
 
 void cofactor::registerCofactorPasses() {
   PassRegistration<LowerQuantumToRuntimePass>();
+  registerFuseLoopsPass();
 }

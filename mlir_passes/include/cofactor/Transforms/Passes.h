@@ -13,6 +13,12 @@ namespace cofactor {
 /// ABI (runtime/include/cofactor/runtime.h).
 std::unique_ptr<mlir::Pass> createLowerQuantumToRuntimePass();
 
+/// `--cofactor-fuse-loops`: adjacent elementwise scf.for loops of the same
+/// iterations become one loop, and the buffers between them values
+/// (lib/Transforms/FuseLoops.cpp).
+std::unique_ptr<mlir::Pass> createFuseLoopsPass();
+void registerFuseLoopsPass();
+
 /// Registers all of cofactor's passes with the global pass registry.
 void registerCofactorPasses();
 
