@@ -403,3 +403,53 @@ def test_controlled_blocks_at_lower_instruction_set_levels(isa):
     """The same at the other instruction-set levels (COFACTOR_ISA is read once per
     process: a child pytest)."""
     assert_passes_at_isa(__file__, "test_controlled_blocks_with_one_target_in_a_chunk", isa)
+
+
+def _apply_reference_k(state, n, matrix, wires):
+    """`matrix` (2^k x 2^k, first wire = most significant bit) applied on `wires`."""
+    k = len(wires)
+    psi = np.tensordot(
+        matrix.reshape((2,) * (2 * k)), state.reshape((2,) * n), axes=[list(range(k, 2 * k)), wires]
+    )
+    return np.moveaxis(psi, list(range(k)), wires).reshape(-1)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_streaming_kernels_with_gaps(rt, reference, rng, monkeypatch, threads):
+    """The streaming kernels of one and two streams (permutations, phases, 1-wire diagonals,
+    chunked 2x2 blocks) prefetch the next tile of the blocks they change, jumping the
+    blocks they skip (forEachRunAhead): targets and controls on middle and high wires, so
+    runs are long and the controlled subspace leaves gaps, with 1 and 3 threads (chunks of
+    the loop split tiles), against numpy."""
+    monkeypatch.setenv("COFACTOR_FUSION", "0")
+    n = 17
+    psi = rng.normal(size=2**n) + 1j * rng.normal(size=2**n)
+    psi /= np.linalg.norm(psi)
+    cases = [
+        ("PauliX", [], [8], [], None),
+        ("CNOT", [], [8, 9], [], None),
+        ("CNOT", [], [0, 1], [], None),
+        ("SWAP", [], [8, 9], [3], [0]),
+        ("CZ", [], [8, 9], [], None),
+        ("PhaseShift", [0.9], [8], [2], [1]),
+        ("RZ", [1.1], [8], [], None),
+        ("CRX", [0.3], [8, 9], [], None),
+        ("Rot", [0.1, 0.2, 0.3], [8], [0], [0]),
+        ("Hadamard", [], [0], [], None),
+        ("Toffoli", [], [7, 8, 9], [], None),
+        ("PauliY", [], [10], [4, 8], [1, 0]),
+    ]
+    rt.acquire(n)
+    rt.lib.cf_rt_set_num_threads(threads)
+    try:
+        for name, params, wires, ctrls, cvals in cases:
+            rt.set_state(psi)
+            rt.gate(name, params, wires, ctrls=ctrls, cvals=cvals)
+            op = reference.op(name, params, wires, False, ctrls, cvals)
+            on = list(ctrls) + list(wires)
+            expected = _apply_reference_k(psi, n, qml.matrix(op, wire_order=on), on)
+            np.testing.assert_allclose(
+                rt.state(), expected, atol=1e-12, err_msg=f"{name} {wires} ctrls={ctrls}"
+            )
+    finally:
+        rt.lib.cf_rt_set_num_threads(0)
