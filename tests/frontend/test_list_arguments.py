@@ -63,6 +63,26 @@ def test_a_changed_list_is_what_numpy_sees():
     assert np.allclose(got[0], want[0]) and np.allclose(got[1], want[1])
 
 
+@pytest.mark.parametrize(
+    "view",
+    [np.ravel, np.asarray, np.array, lambda a: np.reshape(a, (2, 1)), lambda a: np.sin(a)],
+)
+def test_writing_an_array_made_from_a_list_leaves_the_list(view):
+    def f(a):
+        v = view(a)
+        v[(0,) * v.ndim] = 7.0
+        return np.sum(a), v
+
+    want, got = _both(f, [1.0, 2.0])
+    assert np.allclose(got[0], want[0]) and np.allclose(got[1], want[1])
+
+
+def test_a_list_is_no_ufunc_output():
+    f = cofactor.qjit(lambda a: np.add(a, 1.0, out=a))
+    with pytest.raises(TypeError, match="ArrayType"):
+        f([1.0, 2.0])
+
+
 def test_list_and_tuple_compile_apart():
     f = cofactor.qjit(lambda a: a + a)
     assert isinstance(f([1.0, 2.0]), list)
@@ -103,3 +123,15 @@ def test_ragged_lists_stay_pytrees(ragged):
     # ragged nesting is no array: its numbers are separate arguments, as before
     want, got = _both(lambda a: a + a, ragged)
     assert _plain(got) == _plain(want)
+
+
+_ASARRAY_BOUND_BEFORE = np.asarray  # (bound at import: numpy's own, not the trace's)
+
+
+def test_numpy_writing_into_a_tracers_array_leaves_the_tracer():
+    def f(x):
+        v = _ASARRAY_BOUND_BEFORE(x)  # an object array of x's elements
+        v[0] = 7.0
+        return x * 1.0
+
+    assert np.allclose(cofactor.qjit(f)(np.array([1.0, 2.0])), [1.0, 2.0])

@@ -55,13 +55,18 @@ class _Packed:
         return as_tracer(_object_array(self))
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        return getattr(ufunc, method)(*_arrays(inputs), **_arrays(kwargs))
+        out = kwargs.get("out")
+        if any(isinstance(o, _Packed) for o in (out if isinstance(out, tuple) else (out,))):
+            raise TypeError("return arrays must be of ArrayType")  # (numpy's, for a list)
+        return getattr(ufunc, method)(*_arrays(inputs), **kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        return func(*_arrays(args), **_arrays(kwargs))
+        # numpy makes a new array from a list: np.ravel(a) / np.reshape(a, ...) are views of
+        # that array, never of the argument's (a write into them must not change `a`)
+        return func(*_arrays(args, copy=True), **_arrays(kwargs, copy=True))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return self.as_array().__array__(dtype)  # (the tracer's message, or object array)
+        return self.as_array().__array__(dtype)  # (the tracer's message, or a fresh array)
 
 
 class PackedList(_Packed, list):
@@ -91,15 +96,15 @@ def unpack(tree: Any, array: Any) -> Any:
     return cls(rebuilt, array, tree, elements)
 
 
-def _arrays(x: Any) -> Any:
+def _arrays(x: Any, copy: bool = False) -> Any:
     """`x` with every packed sequence in it (inside lists/tuples/dicts too: np.stack([a, b]))
-    replaced by its array."""
+    replaced by its array (`copy`: a copy of it)."""
     if isinstance(x, _Packed):
-        return x.as_array()
+        return x.as_array().copy() if copy else x.as_array()
     if isinstance(x, dict):
-        return {k: _arrays(v) for k, v in x.items()}
-    if isinstance(x, list | tuple) and not hasattr(x, "_fields"):
-        return type(x)(_arrays(v) for v in x) if type(x) in (list, tuple) else x
+        return {k: _arrays(v, copy) for k, v in x.items()}
+    if type(x) in (list, tuple):
+        return type(x)(_arrays(v, copy) for v in x)
     return x
 
 

@@ -179,7 +179,8 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
                 "the program) start y from a traced array (y = 0.0 * x, y = x.copy()) or "
                 "build it with np.concatenate/np.stack/np.where"
             )
-        return self.elems
+        # a copy: numpy may write into the array it is given, which must not change `self`
+        return self.elems.copy()
 
     # -- indexing ----------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Tracer:
