@@ -40,8 +40,8 @@ from pennylane.ops.op_math.adjoint import create_adjoint_op
 from pennylane.ops.op_math.controlled import create_controlled_op
 
 from cofactor.tracing import context
+from cofactor.tracing.gate_set import wrapper_kind
 from cofactor.tracing.numpy_rules import as_tracer, cast_tracer
-from cofactor.tracing.qnode import wrapper_kind
 from cofactor.tracing.tracer import BOOL, FLOAT, Scalar, Tracer
 
 MEASUREMENT_MESSAGE = (

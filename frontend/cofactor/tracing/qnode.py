@@ -18,7 +18,6 @@ Observables of terminal measurements are emitted by `observables`.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -40,7 +39,15 @@ from xdsl.ir import SSAValue
 from cofactor.errors import CompileError, CompileTypeError
 from cofactor.ir.builder import IRBuilder, memref_type, quantum_attrs
 from cofactor.ir.mlir15 import generic_op
-from cofactor.tracing import context, decompositions, observables
+from cofactor.tracing import context, observables
+from cofactor.tracing.gate_set import (
+    SKIPPED_OPS,
+    custom_shift_rule,
+    decompose,
+    directly_emittable,
+    runtime_gates,
+    wrapper_kind,
+)
 from cofactor.tracing.numpy_rules import as_tracer, cast_tracer
 from cofactor.tracing.observables import NAMED_OBSERVABLES  # noqa: F401 (re-exported)
 from cofactor.tracing.observables import complex_matrix_memref as _complex_matrix_memref
@@ -49,7 +56,6 @@ from cofactor.tracing.observables import f64_value as _f64
 from cofactor.tracing.tracer import BOOL, COMPLEX, FLOAT, INT, Scalar, Tracer
 
 SUPPORTED_DEVICES = ("default.qubit", "lightning.qubit")
-SKIPPED_OPS = ("Identity", "Barrier", "Snapshot")
 _TRACED = (Tracer, Scalar)  # (a tuple made once: `Tracer | Scalar` is a new union per use)
 
 
@@ -63,36 +69,6 @@ def _state_of_wires(state: Tracer, n: int, labels: list[int]) -> Tracer:
     if kept != labels:
         t = np.transpose(t, [kept.index(w) for w in labels])
     return t.reshape(2 ** len(labels))
-
-
-@cache
-def runtime_gates() -> dict[str, tuple[int, int]]:
-    """Gate name -> (num_params, num_wires) from runtime/include/cofactor/gates.def."""
-    from cofactor.toolchain import REPO_ROOT
-
-    path = REPO_ROOT / "runtime" / "include" / "cofactor" / "gates.def"
-    gates = {}
-    # (split by hand rather than by a regular expression, whose compilation is most of the
-    # cost of this function, paid on the first call of every process)
-    for line in path.read_text().splitlines():
-        if line.startswith("COFACTOR_GATE(") and ")" in line:
-            fields = line[len("COFACTOR_GATE(") : line.index(")")].split(",")
-            if len(fields) == 3:
-                name, params, wires = (f.strip() for f in fields)
-                gates[name] = (int(params), int(wires))
-    return gates
-
-
-@cache
-def gate_set() -> frozenset[str]:
-    """The operators the frontend emits directly; everything else is decomposed."""
-    return frozenset(runtime_gates()) | {"QubitUnitary", "PauliRot"}
-
-
-# Read at import (a module-level table, a quarter of a millisecond) rather than on the first
-# call of the process; an unreadable gates.def is reported when the table is first needed.
-with contextlib.suppress(OSError):
-    gate_set()
 
 
 # ----------------------------------------------------------------------------------------
@@ -112,7 +88,8 @@ class QuantumScope:
     # Matrices and Hamiltonian coefficients computed from the circuit's arguments: the
     # gradient passes treat them as constants, so a circuit with any cannot be differentiated.
     traced_constants: list[str] = field(default_factory=list)
-    custom_shift_rules: list[str] = field(default_factory=list)  # see `_custom_shift_rule`
+    # gates with a user grad_recipe (see `gate_set.custom_shift_rule`)
+    custom_shift_rules: list[str] = field(default_factory=list)
     # (mcm, transforms) one_shot: this function is one shot of a one-shot loop; shot_kinds:
     # how the loop gathers each output; recording: the transform whose tape is being
     # recorded (nothing is emitted meanwhile); mcm_values: MidMeasure id -> traced outcome
@@ -218,7 +195,7 @@ class QuantumScope:
             _emit_operations(self, qml.tape.QuantumScript(ops), "a quantum-function transform")
             return measurements
         ops = expand_traced_control_values(ops)
-        for op in _decompose(ops):
+        for op in decompose(ops):
             self.emit_operation(op)
         return measurements
 
@@ -242,12 +219,12 @@ class QuantumScope:
         if hasattr(op, "cofactor_emit"):  # an operator that emits itself (gridsynth words)
             return op.cofactor_emit(self, adjoint, ctrl)
         kind = wrapper_kind(op)
-        if kind is qml.ops.Adjoint and _directly_emittable(op.base):
+        if kind is qml.ops.Adjoint and directly_emittable(op.base):
             return self.emit_operation(op.base, not adjoint, ctrl)
         if (
             kind is qml.ops.Controlled
             and name not in runtime_gates()  # (CNOT, CZ, Toffoli, ...: one gate)
-            and _directly_emittable(op.base)
+            and directly_emittable(op.base)
         ):
             wires = [*ctrl[0], *op.control_wires]
             values = [*ctrl[1], *[int(bool(v)) for v in op.control_values]]
@@ -262,7 +239,7 @@ class QuantumScope:
             return
         if name not in runtime_gates():
             raise CompileError(f"operation {name} is not supported by cofactor's runtime")
-        if _custom_shift_rule(type(op)):
+        if custom_shift_rule(type(op)):
             self.custom_shift_rules.append(f"{name} ({type(op).__qualname__})")
         if name == "GlobalPhase":
             target = []
@@ -356,7 +333,7 @@ class QuantumScope:
     def _rotate_to_eigenbasis(self, obs: qml.operation.Operator):
         """Apply the observable's diagonalizing gates; returns bits -> eigenvalues for
         Pauli words (used by sample)."""
-        for gate in _decompose(obs.diagonalizing_gates()):
+        for gate in decompose(obs.diagonalizing_gates()):
             self.emit_operation(gate)
         factors = obs.operands if isinstance(obs, qml.ops.Prod) else [obs]
         if not all(f.name in ("PauliX", "PauliY", "PauliZ", "Hadamard") for f in factors):
@@ -435,14 +412,6 @@ def _gate_attrs(
     return dict(_gate_attr_items(name, num_params, num_wires, adjoint, ctrl_values))
 
 
-def _directly_emittable(op: qml.operation.Operator) -> bool:
-    if op.name in gate_set() or op.name in SKIPPED_OPS or hasattr(op, "cofactor_emit"):
-        return True
-    if wrapper_kind(op) is not None:
-        return _directly_emittable(op.base)
-    return False
-
-
 #: what a class of queued object is (bits): an operator, a mid-circuit operator (a
 #: MidMeasure or Conditional: a quantum-function transform queued the tape it made), a
 #: measurement process. Asked of the class's MRO, as in `is_operator` (the first negative
@@ -463,92 +432,6 @@ def _queued_kind(cls: type) -> int:
         kind |= _MEASUREMENT
     _QUEUED_KINDS[cls] = kind
     return kind
-
-
-_WRAPPER_KINDS: dict[type, type | None] = {}
-
-
-def wrapper_kind(op: Any) -> type | None:
-    """qml.ops.Adjoint or qml.ops.Controlled when `op` is one (a wrapper of `op.base`), else
-    None. isinstance with PennyLane's abstract classes, looked up once per class: a long
-    circuit asks for every gate."""
-    cls = type(op)
-    kind = _WRAPPER_KINDS.get(cls, False)
-    if kind is False:  # (through the MRO: see `flush`)
-        mro = cls.__mro__
-        kind = next((k for k in (qml.ops.Adjoint, qml.ops.Controlled) if k in mro), None)
-        _WRAPPER_KINDS[cls] = kind
-    return kind
-
-
-def _decompose(ops: list[Any]) -> list[Any]:
-    """Decompose operators down to what `emit_operation` accepts: PennyLane's rules, except
-    for the operators cofactor has its own rule for (`decompositions`), whose results are
-    decomposed again. What remains unsupported is left for `emit_operation` to name."""
-    if all(_directly_emittable(op) for op in ops):
-        return ops
-
-    def stop(op: Any) -> bool:
-        return _directly_emittable(op) or decompositions.has_rule(op) or _matrix_only(op)
-
-    result: list[Any] = []
-    for op in decompositions.pennylane_decompose(ops, set(gate_set()), stop):
-        if _directly_emittable(op):
-            result.append(op)
-        elif decompositions.has_rule(op):
-            result += _decompose(decompositions.expand(op))
-        else:
-            result.append(_matrix_fallback(op) or op)
-    return result
-
-
-@cache
-def _custom_shift_rule(cls: type) -> bool:
-    """A user's subclass of a PennyLane gate that overrides its grad_recipe or
-    parameter_frequencies: emitted as the gate, differentiated with the gate's own rule."""
-    if cls.__module__.startswith("pennylane."):
-        return False
-    for parent in cls.__mro__[1:]:
-        if parent.__module__.startswith("pennylane."):  # the first PennyLane ancestor
-            return any(
-                getattr(cls, attr, None) is not getattr(parent, attr, None)
-                for attr in ("grad_recipe", "parameter_frequencies")
-            )
-    return False
-
-
-def _matrix_only(op: Any) -> bool:
-    """An operator defined by its matrix alone (no decomposition: BlockEncode, a user's)."""
-    try:
-        return not op.has_decomposition and op.has_matrix
-    except Exception:  # noqa: BLE001 - a property PennyLane cannot answer: not this case
-        return False
-
-
-def _matrix_fallback(op: Any) -> Any | None:
-    """As Catalyst does for an operator with a matrix and no decomposition: a QubitUnitary
-    of its matrix; a controlled one keeps its controls as native controls of the
-    QubitUnitary of its base's matrix (not a dense matrix over the control wires). None when
-    there is no matrix (the operator stays, and `emit_operation` names it)."""
-    if not _matrix_only(op):
-        return None
-    controlled = wrapper_kind(op) is qml.ops.Controlled
-    target = op.base if controlled else op
-    with qml.QueuingManager.stop_recording():
-        try:
-            unitary = qml.QubitUnitary(target.matrix(), wires=target.wires)
-        except CompileError:
-            raise
-        except Exception:  # noqa: BLE001 - no matrix after all: leave the operator as it is
-            return None
-        if not controlled:
-            return unitary
-        return qml.ops.Controlled(
-            unitary,
-            control_wires=op.control_wires,
-            control_values=op.control_values,
-            work_wires=op.work_wires,
-        )
 
 
 # ----------------------------------------------------------------------------------------

@@ -378,12 +378,13 @@ def _emit_operations(scope: Any, tape: Any, names: str) -> None:
     outcomes are kept in `scope.mcm_values`. (Not through a queue: a transform may put the
     same operator object on a tape several times, and a queue keeps it once.)"""
     from cofactor.api_extensions.hybrid import expand_traced_control_values
-    from cofactor.tracing.qnode import _decompose, measure
+    from cofactor.tracing.gate_set import decompose
+    from cofactor.tracing.qnode import measure
 
     pending: list[Any] = []
 
     def emit_pending() -> None:
-        for op in _decompose(expand_traced_control_values(pending)):
+        for op in decompose(expand_traced_control_values(pending)):
             scope.emit_operation(op)
         pending.clear()
 
