@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from cofactor.errors import CompileError
+from cofactor.errors import CompileError, CompileTypeError
 from cofactor.launcher import BufferSpec
 from cofactor.tracing import pytree
 from cofactor.tracing.tracer import normalize_dtype
@@ -68,7 +68,7 @@ def _leaf_spec(x: Any, where: str) -> BufferSpec:
         if arr.dtype == object and all(type(v) is int for v in arr.flat):
             _check_int64(max(arr.flat, key=abs), where)
         return _leaf_spec(arr, where)
-    raise CompileError(
+    raise CompileTypeError(
         f"{where}: cannot compile with an argument of type {type(x).__name__}; expected a "
         "number, a numpy array, or a tuple/list/dict of them (or mark it static with "
         "static_argnums)"

@@ -135,3 +135,12 @@ def test_numpy_writing_into_a_tracers_array_leaves_the_tracer():
         return x * 1.0
 
     assert np.allclose(cofactor.qjit(f)(np.array([1.0, 2.0])), [1.0, 2.0])
+
+
+def test_an_argument_of_no_array_type_is_a_type_error():
+    # Catalyst (JAX) raises TypeError for a set; CompileTypeError is both
+    f = cofactor.qjit(lambda s: len(s))
+    with pytest.raises(TypeError, match="argument of type set"):
+        f({1.0, 2.0})
+    with pytest.raises(cofactor.CompileError):
+        f({1.0, 2.0})
