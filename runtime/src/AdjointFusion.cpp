@@ -74,7 +74,12 @@ void AdjointFuser::add(const Operation &op, bool last) {
             for (const Block &b : take(all))
                 if (b.trainable) apply(b, true);
         }
-        walk_.single(op, !last, true);
+        if (differentiate(op)) {
+            flush();
+            walk_.single(op, !last, true);
+        } else {
+            deferOp(op, !last);
+        }
         return;
     }
     auto unionSize = [&] {
@@ -124,10 +129,98 @@ void AdjointFuser::finish() {
     for (const Block &b : blocks)
         if (b.trainable) needed.push_back(&b);
     for (size_t i = 0; i < needed.size(); ++i) apply(*needed[i], i + 1 < needed.size());
+    queue_.clear(); // the walk is over: no derivative reads the states again
+}
+
+void AdjointFuser::deferOp(const Operation &op, bool undoLambda) {
+    Step step;
+    step.op = &op;
+    step.undoLambda = undoLambda;
+    defer(std::move(step));
+}
+
+void AdjointFuser::flush() {
+    std::vector<Step> steps;
+    steps.swap(queue_); // (an exception leaves nothing queued to apply twice)
+    if (steps.empty()) return;
+    run(steps, walk_.phi, false);
+    for (cplx *lambda : walk_.lambdas) run(steps, lambda, true);
+}
+
+void AdjointFuser::run(const std::vector<Step> &steps, cplx *state, bool lambda) const {
+    const int n = walk_.n, b = chunkQubits_;
+    auto whole = [&](const Step &s) {
+        if (s.op) applyOperation(state, n, *s.op, /*inverse=*/true);
+        else fusion::applyMatrix(state, n, s.A, s.wires.data(), int(s.wires.size()));
+    };
+    if (b <= 0 || n <= b || n > 63) {
+        for (const Step &s : steps)
+            if (!lambda || s.undoLambda) whole(s);
+        return;
+    }
+    // wire w is bit n-1-w; in a chunk of b qubits, the low bits are the wires w - (n - b)
+    const int64_t shift = n - b;
+    auto maskOf = [&](const Step &s) {
+        int64_t w[kMaxQubits];
+        const int k = s.op ? fusion::localWires(*s.op, w) : int(s.wires.size());
+        if (!s.op) std::copy(s.wires.begin(), s.wires.end(), w);
+        uint64_t m = 0;
+        for (int i = 0; i < k; ++i) m |= uint64_t(1) << w[i];
+        return std::make_pair(m, k);
+    };
+    const uint64_t highWires = (uint64_t(1) << shift) - 1; // wires 0 .. shift-1
+    std::vector<const Step *> group;
+    uint64_t groupMask = 0;
+    auto applyGroup = [&] {
+        if (group.size() == 1) whole(*group[0]);
+        else if (!group.empty()) {
+            std::vector<Operation> ops; // the group's operations on the chunk's wires
+            std::vector<std::vector<int64_t>> wires;
+            ops.reserve(group.size()), wires.reserve(group.size());
+            for (const Step *s : group) {
+                if (s->op) {
+                    Operation op = *s->op;
+                    for (int64_t &w : op.wires) w -= shift;
+                    for (int64_t &w : op.ctrlWires) w -= shift;
+                    ops.push_back(std::move(op));
+                    wires.emplace_back();
+                } else {
+                    ops.emplace_back();
+                    wires.push_back(s->wires);
+                    for (int64_t &w : wires.back()) w -= shift;
+                }
+            }
+            const uint64_t chunk = uint64_t(1) << b;
+            for (uint64_t c = 0; c < (uint64_t(1) << shift); ++c) {
+                cplx *part = state + c * chunk;
+                for (size_t i = 0; i < group.size(); ++i) {
+                    if (group[i]->op) applyOperation(part, b, ops[i], /*inverse=*/true);
+                    else fusion::applyMatrix(part, b, group[i]->A, wires[i].data(), int(wires[i].size()));
+                }
+            }
+        }
+        group.clear();
+        groupMask = 0;
+    };
+    for (const Step &s : steps) {
+        if (lambda && !s.undoLambda) continue;
+        const auto [mask, k] = maskOf(s);
+        if (k > 0 && (mask & highWires) == 0) {
+            group.push_back(&s), groupMask |= mask;
+            continue;
+        }
+        if (k == 0 || (mask & groupMask) != 0) applyGroup(); // (no wires: global, in order)
+        whole(s);
+    }
+    applyGroup();
 }
 
 void AdjointFuser::apply(const Block &b, bool undoLambda) {
-    if (b.ops.size() == 1) return walk_.single(*b.ops[0], undoLambda, differentiate(*b.ops[0]));
+    if (b.ops.size() == 1) {
+        if (!differentiate(*b.ops[0])) return deferOp(*b.ops[0], undoLambda);
+        flush();
+        return walk_.single(*b.ops[0], undoLambda, true);
+    }
     if (b.trainable) return applyOneWire(b, undoLambda);
     applyConstant(b, undoLambda);
 }
@@ -151,12 +244,14 @@ void AdjointFuser::applyConstant(const Block &b, bool undoLambda) {
         permutation = nonzeros == 1;
     }
     if (permutation) {
-        for (const Operation *op : b.ops) walk_.single(*op, undoLambda, false);
+        for (const Operation *op : b.ops) deferOp(*op, undoLambda);
         return;
     }
-    fusion::applyMatrix(walk_.phi, walk_.n, A, b.wires.data(), q);
-    if (undoLambda)
-        for (cplx *lambda : walk_.lambdas) fusion::applyMatrix(lambda, walk_.n, A, b.wires.data(), q);
+    Step step;
+    step.A = std::move(A);
+    step.wires = b.wires;
+    step.undoLambda = undoLambda;
+    defer(std::move(step));
 }
 
 // A one-wire block: A = g_m^dagger ... g_1^dagger and, for each derivative still to take,
@@ -178,6 +273,7 @@ AdjointFuser::Matrix AdjointFuser::oneWire(const Block &b, std::vector<Derivativ
 // One wire, in the unfused step's one-wire kernel (adjointStep), which takes any number of
 // derivatives: <lambda| G |phi> = <lambda| G A^dagger |A phi>.
 void AdjointFuser::applyOneWire(const Block &b, bool undoLambda) {
+    flush();
     std::vector<Derivative> derivs;
     const Matrix A = oneWire(b, derivs);
     const Matrix Adagger = dagger(A, 2);
@@ -215,6 +311,7 @@ void AdjointFuser::sweep() {
         wireOf.resize(derivs.size(), bits.size() - 1);
     }
     std::vector<cplx> S(4 * bits.size());
+    flush();
     for (size_t l = 0; l < walk_.lambdas.size(); ++l) {
         crossSums(walk_.phi, walk_.lambdas[l], walk_.n, bits.data(), int(bits.size()), S.data());
         for (size_t i = 0; i < derivs.size(); ++i) {

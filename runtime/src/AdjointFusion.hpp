@@ -56,6 +56,19 @@
 // update lambda. The walk ends at the first trainable operation of the tape (the ones
 // before it change no derivative).
 //
+// State by state: the constant steps (blocks without derivatives to take, lone constant
+// operations) between two points where derivatives are taken wait in a queue, which is then
+// applied to phi alone, step after step, and then to each lambda. Walking phi and lambda
+// in lockstep, every step read and wrote both states: at 20 wires two states (32 MiB) are
+// the whole last-level cache, while one state's consecutive passes find it there. The
+// steps still queued when the walk ends are not applied (nothing reads the states then).
+// Within a state, consecutive queued steps whose wires all lie on the low chunkQubits bits
+// form a group that is applied chunk by chunk (each chunk of 2^chunkQubits amplitudes
+// takes every step of the group while it is in L2): one pass over the state for the group
+// instead of one per step. A step on a high bit that shares no wire with the group is
+// applied at once, before the group (they commute); one that shares a wire applies the
+// group first.
+//
 // A block of one operation takes the unfused step (the specialised kernels); operations
 // that are not fused (PauliRot, GlobalPhase, more than maxQubits wires, trainable ones on
 // several wires) first apply the blocks they overlap.
@@ -79,6 +92,9 @@ constexpr int kMinSweepWires = 2; // the default of AdjointFuser's minSweep
 // 2 / 3 wires: n = 16 5.4, 5.2 / 5.0, 4.8 ms; n = 17 14.0, 13.7 / 11.4, 11.8 ms; n = 18
 // 30.2, 32.5 / 30.9, 26.0 ms (4 wires at 16: 8.4 ms, the compiled gradient).
 constexpr int kAdjointFusionQubits = 3;
+// Consecutive queued steps on the low bits are applied chunk by chunk: 2^15 amplitudes
+// (512 KiB) stay in L2 while all of the group's steps pass over them.
+constexpr int kAdjointChunkQubits = 15;
 
 class AdjointFuser {
   public:
@@ -96,6 +112,9 @@ class AdjointFuser {
     // maxQubits: the widest block (0 or 1: every operation takes the unfused step);
     // minSweep: the fewest pending trainable blocks one sweep takes (0: no sweeps).
     AdjointFuser(Walk walk, int maxQubits, int minSweep);
+    // Queued steps on the low `qubits` bits only are applied chunk by chunk of 2^qubits
+    // amplitudes (0: never; see above).
+    void setChunkQubits(int qubits) { chunkQubits_ = qubits; }
 
     // The next operation walking back (op must stay alive until finish); last: the final
     // one the walk needs (the first trainable operation of the tape).
@@ -121,10 +140,24 @@ class AdjointFuser {
     void applyOneWire(const Block &b, bool undoLambda);
     Matrix oneWire(const Block &b, std::vector<Derivative> &derivs) const;
     void sweep();
+    // Constant steps wait in a queue until a derivative needs the states (see above).
+    struct Step {
+        const Operation *op = nullptr; // applyOperation(inverse) of op, else A on wires
+        Matrix A;
+        std::vector<int64_t> wires;
+        bool undoLambda = true;
+    };
+    void defer(Step step) { queue_.push_back(std::move(step)); }
+    void deferOp(const Operation &op, bool undoLambda);
+    void flush(); // every queued step on phi, then every one on each lambda
+    void run(const std::vector<Step> &steps, cplx *state, bool lambda) const;
 
     Walk walk_;
     int maxQubits_, minSweep_;
+    int chunkQubits_ = kAdjointChunkQubits;
     std::vector<Block> blocks_;
+    std::vector<Step> queue_;
+
     std::unordered_set<const Operation *> done_; // whose derivatives a sweep took
 };
 

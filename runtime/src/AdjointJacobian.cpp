@@ -258,6 +258,8 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
                                 }};
         for (size_t b = 0; b < count; ++b) walk.lambdas.push_back(lambda[b].data());
         AdjointFuser fuser(std::move(walk), fusionQubits, sweepWires);
+        // COFACTOR_ADJOINT_CHUNK_QUBITS: the chunks of the queued steps' groups (0: none)
+        if (const char *k = std::getenv("COFACTOR_ADJOINT_CHUNK_QUBITS"); k && *k) fuser.setChunkQubits(std::atoi(k));
         // operations before the first trainable one change no derivative: the walk ends there
         for (size_t i = tape.size() - run; i-- > firstTrainable;) fuser.add(tape[i], i == firstTrainable);
         fuser.finish();
