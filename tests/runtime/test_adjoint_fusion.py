@@ -151,11 +151,14 @@ def test_fused_backward_adjoint_fusion_knob(rt, monkeypatch):
     np.testing.assert_allclose(got, ref, atol=1e-12, rtol=0)
 
 
-def test_fused_backward_sel_matches_pennylane(rt, monkeypatch):
+@pytest.mark.parametrize("chunk", ["15", "3"])
+def test_fused_backward_sel_matches_pennylane(rt, monkeypatch, chunk):
     """A StronglyEntanglingLayers Jacobian with the backward pass fused (half of its
-    rotations as RZ RY RZ), against PennyLane."""
+    rotations as RZ RY RZ), against PennyLane; chunk 3: the queued steps on the low three
+    bits go chunk by chunk."""
     import pennylane as qml
 
+    monkeypatch.setenv("COFACTOR_ADJOINT_CHUNK_QUBITS", chunk)
     n, layers = 6, 3
     weights = np.random.default_rng(5).normal(size=(layers, n, 3))
     for name, value in (("FUSION", "1"), ("FUSION_QUBITS", "3"), ("FUSION_MIN_QUBITS", "0")):
@@ -187,3 +190,35 @@ def test_fused_backward_sel_matches_pennylane(rt, monkeypatch):
         qml.numpy.array(weights, requires_grad=True)
     )
     np.testing.assert_allclose(jac, np.reshape(expected, (2, -1)), atol=1e-10)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 4])
+@pytest.mark.parametrize("pauli_rot", [False, True])
+def test_fused_backward_chunked_groups_match_unfused(rt, monkeypatch, chunk, pauli_rot):
+    """The queued constant steps on the low `chunk` bits go chunk by chunk (the default,
+    2^15 amplitudes, only chunks registers of 16+ qubits; here small chunks of a 6-qubit
+    register, so that groups, high steps that commute past them and ones that do not, all
+    occur): the Jacobian is the unchunked one and the unfused one, to 1e-12 (a kernel on a
+    chunk may be another kernel than on the whole register: rounding may differ)."""
+    n, seed = 6, 31 + int(pauli_rot)
+    ref, _ = _jacobians(rt, monkeypatch, n, 90, seed, pauli_rot, fusion=False)
+    monkeypatch.setenv("COFACTOR_ADJOINT_CHUNK_QUBITS", "0")
+    whole, _ = _jacobians(rt, monkeypatch, n, 90, seed, pauli_rot, True, 3)
+    monkeypatch.setenv("COFACTOR_ADJOINT_CHUNK_QUBITS", str(chunk))
+    got, single = _jacobians(rt, monkeypatch, n, 90, seed, pauli_rot, True, 3)
+    np.testing.assert_allclose(got, ref, atol=1e-12, rtol=0)
+    np.testing.assert_allclose(single, ref, atol=1e-12, rtol=0)
+    np.testing.assert_allclose(got, whole, atol=1e-12, rtol=0)
+
+
+def test_fused_backward_default_chunks_match_unfused(rt, monkeypatch):
+    """At 17 qubits the default chunks (2^15 amplitudes) split the register in four: a
+    random program's Jacobian (several observables, batched and one at a time) is the
+    unfused one."""
+    n, seed = 17, 5
+    monkeypatch.delenv("COFACTOR_ADJOINT_CHUNK_QUBITS", raising=False)
+    ref, _ = _jacobians(rt, monkeypatch, n, 80, seed, True, fusion=False)
+    assert np.max(np.abs(ref)) > 1e-2
+    got, single = _jacobians(rt, monkeypatch, n, 80, seed, True, True, 3)
+    np.testing.assert_allclose(got, ref, atol=1e-12, rtol=0)
+    np.testing.assert_allclose(single, ref, atol=1e-12, rtol=0)
