@@ -2,9 +2,12 @@
 #include "AdjointFusion.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 
 #include "GateFusion.hpp"
 #include "StateVectorDevice.hpp"
+#include "ThreadPool.hpp"
 
 namespace cf {
 
@@ -190,14 +193,27 @@ void AdjointFuser::run(const std::vector<Step> &steps, cplx *state, bool lambda)
                     for (int64_t &w : wires.back()) w -= shift;
                 }
             }
-            const uint64_t chunk = uint64_t(1) << b;
-            for (uint64_t c = 0; c < (uint64_t(1) << shift); ++c) {
-                cplx *part = state + c * chunk;
-                for (size_t i = 0; i < group.size(); ++i) {
-                    if (group[i]->op) applyOperation(part, b, ops[i], /*inverse=*/true);
-                    else fusion::applyMatrix(part, b, group[i]->A, wires[i].data(), int(wires[i].size()));
+            // the chunks are independent: the pool's threads take them (each one's kernels
+            // run serially, below the pool's minimum), bitwise the same with any thread count
+            const uint64_t chunk = uint64_t(1) << b, numChunks = uint64_t(1) << shift;
+            const int tasks = int(std::min<uint64_t>(numChunks, pool::kMaxChunks));
+            std::exception_ptr error;
+            std::atomic<bool> failed{false};
+            auto body = [&](int t) {
+                try {
+                    for (uint64_t c = pool::chunkBegin(numChunks, tasks, t); c < pool::chunkBegin(numChunks, tasks, t + 1) && !failed; ++c) {
+                        cplx *part = state + c * chunk;
+                        for (size_t i = 0; i < group.size(); ++i) {
+                            if (group[i]->op) applyOperation(part, b, ops[i], /*inverse=*/true);
+                            else fusion::applyMatrix(part, b, group[i]->A, wires[i].data(), int(wires[i].size()));
+                        }
+                    }
+                } catch (...) {
+                    if (!failed.exchange(true)) error = std::current_exception();
                 }
-            }
+            };
+            pool::run(tasks, uint64_t(1) << n, [](void *ctx, int t) { (*static_cast<decltype(body) *>(ctx))(t); }, &body);
+            if (error) std::rethrow_exception(error);
         }
         group.clear();
         groupMask = 0;
