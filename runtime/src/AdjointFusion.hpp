@@ -67,7 +67,8 @@
 // takes every step of the group while it is in L2): one pass over the state for the group
 // instead of one per step. A step on a high bit that shares no wire with the group is
 // applied at once, before the group (they commute); one that shares a wire applies the
-// group first. The chunks are independent: the thread pool takes them (bitwise the same
+// group first. With fusion off (maxQubits 0) every operation is a step of its own and
+// queues the same way. The chunks are independent: the thread pool takes them (bitwise the same
 // with any thread count). At n = 20 (chunks of 2^15, wires 0-4 high) SEL's three queues
 // hold 11, 10 and 10 steps per state, of which 3, 5 and 6 form the low group.
 // Measured (SEL 4 layers, n = 20, one thread, CPU time, C ABI: forward + expval, then the
