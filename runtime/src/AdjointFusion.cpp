@@ -201,7 +201,8 @@ void AdjointFuser::run(const std::vector<Step> &steps, cplx *state, bool lambda)
             std::atomic<bool> failed{false};
             auto body = [&](int t) {
                 try {
-                    for (uint64_t c = pool::chunkBegin(numChunks, tasks, t); c < pool::chunkBegin(numChunks, tasks, t + 1) && !failed; ++c) {
+                    const uint64_t end = pool::chunkBegin(numChunks, tasks, t + 1);
+                    for (uint64_t c = pool::chunkBegin(numChunks, tasks, t); c < end && !failed; ++c) {
                         cplx *part = state + c * chunk;
                         for (size_t i = 0; i < group.size(); ++i) {
                             if (group[i]->op) applyOperation(part, b, ops[i], /*inverse=*/true);
@@ -212,7 +213,8 @@ void AdjointFuser::run(const std::vector<Step> &steps, cplx *state, bool lambda)
                     if (!failed.exchange(true)) error = std::current_exception();
                 }
             };
-            pool::run(tasks, uint64_t(1) << n, [](void *ctx, int t) { (*static_cast<decltype(body) *>(ctx))(t); }, &body);
+            auto call = [](void *ctx, int t) { (*static_cast<decltype(body) *>(ctx))(t); };
+            pool::run(tasks, uint64_t(1) << n, call, &body);
             if (error) std::rethrow_exception(error);
         }
         group.clear();
