@@ -18,6 +18,7 @@ Observables of terminal measurements are emitted by `observables`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -39,7 +40,7 @@ from xdsl.ir import SSAValue
 from cofactor.errors import CompileError, CompileTypeError
 from cofactor.ir.builder import IRBuilder, memref_type, quantum_attrs
 from cofactor.ir.mlir15 import generic_op
-from cofactor.tracing import context, observables
+from cofactor.tracing import context, observable_probs, observables
 from cofactor.tracing.gate_set import (
     SKIPPED_OPS,
     custom_shift_rule,
@@ -301,49 +302,50 @@ class QuantumScope:
             state = Tracer.from_memref(out, (2**n,), COMPLEX, anchor=op)
             return state if labels is None else _state_of_wires(state, n, labels)
         if isinstance(mp, ProbabilityMP | SampleMP | CountsMP):
-            eigen = None
-            if mp.obs is not None:
-                eigen = self._rotate_to_eigenbasis(mp.obs)
-            labels = list(mp.wires) if mp.wires else self.all_wires()
-            wires = [self.wire(w) for w in labels or ()]
-            k = len(labels) if labels is not None else self.total_qubits()
-            if isinstance(mp, ProbabilityMP):
-                out = ctx.hoisted_alloc(memref_type((2**k,), FLOAT))
-                op = b.insert(generic_op("quantum.probs", [out, *wires]))
-                return Tracer.from_memref(out, (2**k,), FLOAT, anchor=op)
-            if self.shots <= 0:
-                raise CompileError(
-                    f"qml.{type(mp).__name__.removesuffix('MP').lower()} needs shots: it "
-                    "cannot work with shots=None (an analytic QNode). Set shots with "
-                    "qml.set_shots or on the device."
-                )
-            if isinstance(mp, SampleMP):
-                out = ctx.hoisted_alloc(memref_type((self.shots, k), INT))
-                op = b.insert(generic_op("quantum.sample", [out, *wires]))
-                bits = Tracer.from_memref(out, (self.shots, k), INT, anchor=op)
-                return bits if eigen is None else eigen(bits)
-            if eigen is not None:
-                raise CompileError("qml.counts of an observable is not supported; use wires")
-            out = ctx.hoisted_alloc(memref_type((2**k,), INT))
-            op = b.insert(generic_op("quantum.counts", [out, *wires]))
-            counts = Tracer.from_memref(out, (2**k,), INT, anchor=op)
-            return (np.arange(2**k, dtype=np.int64), counts)
+            if mp.obs is None:
+                return self._emit_basis_measurement(mp, None)
+            if isinstance(mp, ProbabilityMP) and self.shots <= 0:
+                probs = observable_probs.probs_by_projectors(self, mp.obs)
+                if probs is not None:
+                    return probs
+            # the observable's eigenbasis: rotate, measure, rotate back for what follows
+            undo = observable_probs.rotate(self, mp.obs)
+            result = self._emit_basis_measurement(mp, _eigenvalues(mp.obs))
+            undo()
+            return result
         raise CompileError(f"measurement {type(mp).__name__} is not supported by cofactor")
 
-    def _rotate_to_eigenbasis(self, obs: qml.operation.Operator):
-        """Apply the observable's diagonalizing gates; returns bits -> eigenvalues for
-        Pauli words (used by sample)."""
-        for gate in decompose(obs.diagonalizing_gates()):
-            self.emit_operation(gate)
-        factors = obs.operands if isinstance(obs, qml.ops.Prod) else [obs]
-        if not all(f.name in ("PauliX", "PauliY", "PauliZ", "Hadamard") for f in factors):
-            return None
-
-        def eigenvalues(bits: Tracer) -> Tracer:
-            signs = 1 - 2 * cast_tracer(bits, FLOAT)  # bit 0 -> +1, bit 1 -> -1
-            return np.prod(signs, axis=1)
-
-        return eigenvalues
+    def _emit_basis_measurement(
+        self, mp: MeasurementProcess, eigen: Callable[[Tracer], Tracer] | None
+    ) -> Tracer | tuple[np.ndarray, Tracer]:
+        """probs / sample / counts in the computational basis (`eigen`: bits -> the
+        observable's eigenvalues, for samples of a Pauli word)."""
+        b = context.current().builder
+        ctx = context.current()
+        labels = list(mp.wires) if mp.wires else self.all_wires()
+        wires = [self.wire(w) for w in labels or ()]
+        k = len(labels) if labels is not None else self.total_qubits()
+        if isinstance(mp, ProbabilityMP):
+            out = ctx.hoisted_alloc(memref_type((2**k,), FLOAT))
+            op = b.insert(generic_op("quantum.probs", [out, *wires]))
+            return Tracer.from_memref(out, (2**k,), FLOAT, anchor=op)
+        if self.shots <= 0:
+            raise CompileError(
+                f"qml.{type(mp).__name__.removesuffix('MP').lower()} needs shots: it "
+                "cannot work with shots=None (an analytic QNode). Set shots with "
+                "qml.set_shots or on the device."
+            )
+        if isinstance(mp, SampleMP):
+            out = ctx.hoisted_alloc(memref_type((self.shots, k), INT))
+            op = b.insert(generic_op("quantum.sample", [out, *wires]))
+            bits = Tracer.from_memref(out, (self.shots, k), INT, anchor=op)
+            return bits if eigen is None else eigen(bits)
+        if eigen is not None:
+            raise CompileError("qml.counts of an observable is not supported; use wires")
+        out = ctx.hoisted_alloc(memref_type((2**k,), INT))
+        op = b.insert(generic_op("quantum.counts", [out, *wires]))
+        counts = Tracer.from_memref(out, (2**k,), INT, anchor=op)
+        return (np.arange(2**k, dtype=np.int64), counts)
 
     def _some_wire(self, obs: qml.operation.Operator) -> SSAValue:
         """Wire index 0, for an observable that acts as the identity on every wire."""
@@ -387,6 +389,19 @@ class QuantumScope:
                 "e.g. qml.device('default.qubit', wires=2)"
             )
         return self.num_qubits
+
+
+def _eigenvalues(obs: qml.operation.Operator) -> Callable[[Tracer], Tracer] | None:
+    """bits -> eigenvalues for samples of a Pauli word (None for other observables)."""
+    factors = obs.operands if isinstance(obs, qml.ops.Prod) else [obs]
+    if not all(f.name in ("PauliX", "PauliY", "PauliZ", "Hadamard") for f in factors):
+        return None
+
+    def eigenvalues(bits: Tracer) -> Tracer:
+        signs = 1 - 2 * cast_tracer(bits, FLOAT)  # bit 0 -> +1, bit 1 -> -1
+        return np.prod(signs, axis=1)
+
+    return eigenvalues
 
 
 @cache

@@ -1,0 +1,92 @@
+"""Measurements in an observable's eigenbasis (`qml.probs(op=...)`, `qml.sample(obs)`)
+without leaving the state rotated for the measurements after them.
+
+PennyLane measures each terminal measurement on the circuit's final state. The runtime's
+probabilities and samples are in the computational basis, so an observable's measurement
+first applies its diagonalizing gates `U`. Two consequences:
+
+- the measurements after it must see the state without `U`: `rotate` applies `U` and
+  returns a function that applies `U^dagger` once the measurement is emitted;
+- the adjoint and parameter-shift Jacobians (runtime, `cf_rt_jacobian_recorded*`) evaluate
+  every recorded measurement on the final state, so gates between measurements would be
+  in the wrong place for them. Analytic `qml.probs(op=obs)` on a few wires is therefore
+  written without touching the state: entry `b` is the expectation value of the projector
+  `U^dagger |b><b| U` on the observable's wires (`probs_by_projectors`), which every
+  Jacobian method handles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pennylane as qml
+
+from cofactor.errors import DifferentiableCompileError
+from cofactor.tracing import context
+from cofactor.tracing.gate_set import decompose
+from cofactor.tracing.observables import depends_on_arguments, emit_expval_or_var
+from cofactor.tracing.tracer import Tracer
+
+if TYPE_CHECKING:
+    from cofactor.tracing.qnode import QuantumScope
+
+#: up to this many wires, analytic probs(op=obs) is 2**k projector expectation values
+#: (each a 2**k x 2**k Hermitian); above, the rotated state's probabilities
+MAX_PROJECTOR_WIRES = 4
+
+
+def _constant_gates(obs: qml.operation.Operator) -> list[qml.operation.Operator] | None:
+    """The observable's diagonalizing gates, or None where they depend on traced values."""
+    if any(depends_on_arguments(p) for p in obs.data):
+        return None
+    try:
+        gates = obs.diagonalizing_gates()
+    except Exception:  # noqa: BLE001 (an observable PennyLane cannot diagonalize here)
+        return None
+    if any(depends_on_arguments(p) for g in gates for p in g.data):
+        return None
+    return gates
+
+
+def probs_by_projectors(scope: QuantumScope, obs: qml.operation.Operator) -> Tracer | None:
+    """Analytic `qml.probs(op=obs)` as projector expectation values, or None where it does
+    not apply (traced observable data, more than MAX_PROJECTOR_WIRES wires)."""
+    wires = list(obs.wires)
+    if not 0 < len(wires) <= MAX_PROJECTOR_WIRES:
+        return None
+    gates = _constant_gates(obs)
+    if gates is None:
+        return None
+    u = np.eye(2 ** len(wires), dtype=complex)
+    for g in gates:  # applied in order: U = G_m ... G_1
+        u = qml.matrix(g, wire_order=wires) @ u
+    rows = []
+    for b in range(2 ** len(wires)):
+        ket = np.conj(u[b, :])  # U^dagger |b>
+        projector = np.outer(ket, np.conj(ket))
+        rows.append(emit_expval_or_var(scope, qml.Hermitian(projector, wires=wires), False))
+    return np.stack(rows)
+
+
+def rotate(scope: QuantumScope, obs: qml.operation.Operator) -> Callable[[], None]:
+    """Applies the observable's diagonalizing gates; returns the function that undoes them
+    (to be called once the measurement is emitted)."""
+    if context.differentiation_method() == "auto":
+        raise DifferentiableCompileError(
+            f"differentiating a circuit that samples or measures probabilities of {obs} "
+            "(its diagonalizing gates rotate the state, and cofactor's Jacobians evaluate "
+            "every measurement on the final state); measure qml.expval of the observable, or "
+            "qml.probs(op=...) analytically on at most "
+            f"{MAX_PROJECTOR_WIRES} wires with constant observable data"
+        )
+    gates = decompose(obs.diagonalizing_gates())
+    for gate in gates:
+        scope.emit_operation(gate)
+
+    def undo() -> None:
+        for gate in decompose([qml.adjoint(g, lazy=False) for g in reversed(gates)]):
+            scope.emit_operation(gate)
+
+    return undo
