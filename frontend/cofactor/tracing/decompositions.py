@@ -312,7 +312,17 @@ def _run_decompose(
         raise
     except Exception as err:
         names = sorted({op.name for op in ops if not stop(op)})
-        raise CompileError(f"could not decompose {', '.join(names)} for cofactor: {err}") from err
+        hint = ""
+        if "'Tracer'" in str(err) or "'Scalar'" in str(err):
+            # e.g. SpecialUnitary's matrix is scipy.linalg.expm of its parameters
+            hint = (
+                " (its decomposition computes with the traced parameters through a library "
+                "that needs concrete numbers, such as scipy.linalg.expm; pass those parameters "
+                "as constants, not as arguments of the qjit-compiled function)"
+            )
+        raise CompileError(
+            f"could not decompose {', '.join(names)} for cofactor: {err}{hint}"
+        ) from err
     finally:
         if was_graph != qml.decomposition.enabled_graph():
             (qml.decomposition.enable_graph if was_graph else qml.decomposition.disable_graph)()
