@@ -1,5 +1,6 @@
-"""Measurements in an observable's eigenbasis (`qml.probs(op=...)`, `qml.sample(obs)`)
-without leaving the state rotated for the measurements after them.
+"""Measurements in the middle of a circuit's terminal measurements or gates: in an
+observable's eigenbasis (`qml.probs(op=...)`, `qml.sample(obs)`) without leaving the state
+rotated for the measurements after them, and the states at `qml.Snapshot()`s.
 
 PennyLane measures each terminal measurement on the circuit's final state. The runtime's
 probabilities and samples are in the computational basis, so an observable's measurement
@@ -22,8 +23,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pennylane as qml
+from pennylane.measurements import StateMP
 
-from cofactor.errors import DifferentiableCompileError
+from cofactor.errors import CompileNotImplementedError, DifferentiableCompileError
 from cofactor.tracing import context
 from cofactor.tracing.gate_set import decompose
 from cofactor.tracing.observables import depends_on_arguments, emit_expval_or_var
@@ -90,3 +92,23 @@ def rotate(scope: QuantumScope, obs: qml.operation.Operator) -> Callable[[], Non
             scope.emit_operation(gate)
 
     return undo
+
+
+def snapshot_state(scope: QuantumScope, op: qml.operation.Operator) -> Tracer:
+    """The state at a `qml.Snapshot()`: under qjit a QNode with snapshots returns
+    `(states at the snapshots, results)`, as in Catalyst (PennyLane itself returns them only
+    through `qml.snapshots`). As Catalyst, only state snapshots, outside control flow."""
+    measurement = op.hyperparameters.get("measurement")
+    if measurement is not None and not isinstance(measurement, StateMP):
+        raise CompileNotImplementedError(
+            # Catalyst's words
+            "qp.Snapshot() only supports qp.state() when used from within Catalyst, but "
+            f"encountered {type(measurement)} (cofactor follows Catalyst)"
+        )
+    ctx = context.current()
+    if ctx.builder.block is not ctx.function_entries[-1]:
+        raise CompileNotImplementedError(
+            "qml.Snapshot() inside control flow (for_loop, while_loop, cond) is not "
+            "supported under qjit: place it in the circuit's body"
+        )
+    return scope.emit_measurement_plain(qml.state())

@@ -111,6 +111,7 @@ class QuantumScope:
     traced_wires: bool = False
     terminal: list[MeasurementProcess] = field(default_factory=list)
     state_widths: set[int] = field(default_factory=set)  # of the states emitted, so sized
+    snapshots: list[Tracer] = field(default_factory=list)  # states at qml.Snapshot()s
     # wire index -> its i64 constant in the block being appended to (see `wire`)
     _wire_consts: dict[int, SSAValue] = field(default_factory=dict)
     _wire_block: Any = None
@@ -210,6 +211,8 @@ class QuantumScope:
         """Emit one operator of the gate set (with adjoint/control modifiers)."""
         b = context.current().builder
         name = op.name
+        if name == "Snapshot":  # Catalyst: the QNode returns (states, results)
+            self.snapshots.append(observable_probs.snapshot_state(self, op))
         if name in SKIPPED_OPS:
             if self.num_qubits is None:  # its wires are still the circuit's (tape.wires)
                 for w in op.wires:
