@@ -27,6 +27,7 @@ import numpy as np
 import pennylane as qml
 from pennylane.measurements import (
     CountsMP,
+    DensityMatrixMP,
     ExpectationMP,
     MeasurementProcess,
     ProbabilityMP,
@@ -295,6 +296,10 @@ class QuantumScope:
         ctx = context.current()
         if isinstance(mp, ExpectationMP | VarianceMP):
             return observables.emit_expval_or_var(self, mp.obs, isinstance(mp, VarianceMP))
+        if isinstance(mp, DensityMatrixMP):
+            from cofactor.tracing.density import density_matrix
+
+            return density_matrix(self, mp)
         if isinstance(mp, StateMP) and type(mp) is StateMP:
             labels = self.all_wires()
             n = self.num_qubits if labels is None else max(labels, default=-1) + 1
