@@ -97,3 +97,43 @@ def test_gradient_of_rotated_probabilities_is_refused_not_wrong():
 
     with pytest.raises(DifferentiableCompileError, match=r"PauliX|X\(0\)"):
         cofactor.qjit(cofactor.jacobian(circuit))(0.4)
+
+
+_SAMPLED = [
+    qml.Hermitian(np.diag([1.0, 2.0, 3.0, 4.0]), wires=[1, 0]),
+    qml.Hermitian(np.array([[2.0, 1.0], [1.0, -1.0]]), wires=0),
+    qml.Projector([1], wires=[0]),
+    2.0 * qml.PauliZ(0),
+    qml.PauliZ(0) + qml.PauliX(1),
+    qml.PauliX(0) @ qml.Hadamard(1),
+]
+
+
+@pytest.mark.parametrize("obs", _SAMPLED, ids=lambda o: type(o).__name__)
+def test_samples_of_observables_are_eigenvalues(obs):
+    # they were the raw bits (shots x wires) for anything but a Pauli word
+    @qml.set_shots(3000)
+    @qml.qnode(qml.device("default.qubit", wires=2, seed=11))
+    def circuit(a):
+        qml.RX(a, 0)
+        qml.CNOT([0, 1])
+        return qml.sample(obs)
+
+    samples = cofactor.qjit(circuit)(0.9)
+    eigvals = np.unique(np.round(np.real(obs.eigvals()), 12))
+    assert samples.shape == (3000,)
+    assert set(np.round(samples, 12)) <= set(eigvals)
+    exact = qml.QNode(lambda a: (qml.RX(a, 0), qml.CNOT([0, 1]), qml.expval(obs))[-1],
+                      qml.device("default.qubit", wires=2))(0.9)  # fmt: skip
+    spread = np.max(np.abs(eigvals)) * 4 / np.sqrt(3000)  # four standard deviations at most
+    assert abs(np.mean(samples) - exact) < spread
+
+
+def test_sample_of_an_observable_with_traced_data_is_refused():
+    @qml.set_shots(10)
+    @qml.qnode(qml.device("default.qubit", wires=1))
+    def circuit(m):
+        return qml.sample(qml.Hermitian(m, wires=0))
+
+    with pytest.raises(cofactor.CompileError, match=r"eigenvalues are not known"):
+        cofactor.qjit(circuit)(np.eye(2))

@@ -23,13 +23,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pennylane as qml
-from pennylane.measurements import StateMP
+from pennylane.measurements import MeasurementProcess, SampleMP, StateMP
 
-from cofactor.errors import CompileNotImplementedError, DifferentiableCompileError
+from cofactor.errors import CompileError, CompileNotImplementedError, DifferentiableCompileError
 from cofactor.tracing import context
 from cofactor.tracing.gate_set import decompose
+from cofactor.tracing.numpy_rules import cast_tracer
 from cofactor.tracing.observables import depends_on_arguments, emit_expval_or_var
-from cofactor.tracing.tracer import Tracer
+from cofactor.tracing.tracer import FLOAT, Tracer
 
 if TYPE_CHECKING:
     from cofactor.tracing.qnode import QuantumScope
@@ -112,3 +113,36 @@ def snapshot_state(scope: QuantumScope, op: qml.operation.Operator) -> Tracer:
             "supported under qjit: place it in the circuit's body"
         )
     return scope.emit_measurement_plain(qml.state())
+
+
+def eigenvalues(mp: MeasurementProcess) -> Callable[[Tracer], Tracer] | None:
+    """For `qml.sample(obs)`: bits measured in the rotated basis (shots x k, the
+    observable's wires in order) -> the observable's eigenvalues, as PennyLane indexes
+    `obs.eigvals()` by the basis state (None for other measurements)."""
+    if not isinstance(mp, SampleMP):
+        return None
+    obs = mp.obs
+    factors = obs.operands if isinstance(obs, qml.ops.Prod) else [obs]
+    if all(f.name in ("PauliX", "PauliY", "PauliZ", "Hadamard") for f in factors):
+
+        def signs(bits: Tracer) -> Tracer:  # a Pauli word: bit 0 -> +1, bit 1 -> -1
+            return np.prod(1 - 2 * cast_tracer(bits, FLOAT), axis=1)
+
+        return signs
+    if any(depends_on_arguments(p) for p in obs.data):
+        raise CompileError(
+            f"qml.sample({obs}): the observable's data is computed from the compiled "
+            "function's arguments, so its eigenvalues are not known when compiling; sample "
+            "its wires (qml.sample(wires=...)) and map the bits to eigenvalues"
+        )
+    eig = np.asarray(qml.math.real(obs.eigvals()), dtype=float)
+
+    def values(bits: Tracer) -> Tracer:
+        k = bits.shape[1]
+        index = bits @ (2 ** np.arange(k - 1, -1, -1, dtype=np.int64))
+        out = np.full(index.shape, eig[0])
+        for j in range(1, len(eig)):
+            out = np.where(index == j, eig[j], out)
+        return out
+
+    return values

@@ -317,8 +317,9 @@ class QuantumScope:
                 if probs is not None:
                     return probs
             # the observable's eigenbasis: rotate, measure, rotate back for what follows
+            eigen = observable_probs.eigenvalues(mp)
             undo = observable_probs.rotate(self, mp.obs)
-            result = self._emit_basis_measurement(mp, _eigenvalues(mp.obs))
+            result = self._emit_basis_measurement(mp, eigen)
             undo()
             return result
         raise CompileError(f"measurement {type(mp).__name__} is not supported by cofactor")
@@ -397,19 +398,6 @@ class QuantumScope:
                 "e.g. qml.device('default.qubit', wires=2)"
             )
         return self.num_qubits
-
-
-def _eigenvalues(obs: qml.operation.Operator) -> Callable[[Tracer], Tracer] | None:
-    """bits -> eigenvalues for samples of a Pauli word (None for other observables)."""
-    factors = obs.operands if isinstance(obs, qml.ops.Prod) else [obs]
-    if not all(f.name in ("PauliX", "PauliY", "PauliZ", "Hadamard") for f in factors):
-        return None
-
-    def eigenvalues(bits: Tracer) -> Tracer:
-        signs = 1 - 2 * cast_tracer(bits, FLOAT)  # bit 0 -> +1, bit 1 -> -1
-        return np.prod(signs, axis=1)
-
-    return eigenvalues
 
 
 @cache
