@@ -95,3 +95,26 @@ def test_time_evolution_gradient(diff_method):
     got = cofactor.qjit(cofactor.grad(qml.QNode(_time_evolution, dev, diff_method=diff_method)))
     expected = qml.grad(qml.QNode(_time_evolution, dev))(pnp.array(0.7))
     np.testing.assert_allclose(got(0.7), expected, atol=1e-10)
+
+
+def test_traced_basis_state_bits_are_checked_at_run_time():
+    # PennyLane raises for a concrete state with other values than 0 and 1; a traced one
+    # gave a state with stray amplitudes and phases
+    @qml.qnode(qml.device("default.qubit", wires=2), diff_method="adjoint")
+    def circuit(a, bits):
+        qml.BasisState(bits, wires=[0, 1])
+        qml.RX(a, 0)
+        qml.CNOT([0, 1])
+        return qml.expval(qml.PauliZ(1))
+
+    compiled = cofactor.qjit(circuit)
+    gradient = cofactor.qjit(cofactor.grad(circuit, argnums=0))
+    for bad in ([2, 0], [0, -1]):
+        with pytest.raises(ValueError, match="Basis state must only consist of 0s and 1s"):
+            qml.QNode(circuit.func, qml.device("default.qubit", wires=2))(0.3, np.array(bad))
+        with pytest.raises(ValueError, match="Basis state must only consist of 0s and 1s"):
+            compiled(0.3, np.array(bad))
+        with pytest.raises(ValueError, match="Basis state must only consist of 0s and 1s"):
+            gradient(0.3, np.array(bad))
+    good = np.array([1, 0])
+    np.testing.assert_allclose(compiled(0.3, good), circuit(0.3, good), atol=1e-12)

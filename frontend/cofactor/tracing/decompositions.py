@@ -264,6 +264,12 @@ def _basis_state_rule(op: qml.BasisState) -> list[qml.operation.Operator]:
     if not _traced(state):
         bits = np.asarray(state).reshape(-1)
         return [qml.X(w) for w, bit in zip(wires, bits, strict=True) if bit]
+    # PennyLane checks the bits of a concrete state; traced ones are checked at run time
+    from cofactor.tracing.numpy_rules import as_scalar, as_tracer
+    from cofactor.tracing.runtime_errors import report_if
+
+    bits = as_tracer(state)
+    report_if(as_scalar(np.any((bits < 0) | (bits > 1))).value, "basis_state_bits")
     out: list[qml.operation.Operator] = []
     for i, w in enumerate(wires):
         angle = state[i] * np.pi
