@@ -118,3 +118,22 @@ def test_traced_basis_state_bits_are_checked_at_run_time():
             gradient(0.3, np.array(bad))
     good = np.array([1, 0])
     np.testing.assert_allclose(compiled(0.3, good), circuit(0.3, good), atol=1e-12)
+
+
+@pytest.mark.parametrize("a", [0.4, 3.0])
+def test_exp_and_evolve_of_a_matrix_with_a_traced_coefficient(a):
+    # exponents that are not Pauli sums: the exponential of the traced matrix (was a
+    # CompileError "Its matrix would be an exponential of traced values")
+    h = np.array([[1.0, 0.5], [0.5, -1.0]])
+
+    def body(a):
+        qml.Hadamard(0)
+        qml.exp(qml.Hermitian(h, wires=0), -1j * a)
+        qml.evolve(qml.Hermitian(np.kron(h, h), wires=[0, 1]), a)
+        return qml.expval(qml.PauliY(0)), qml.state()
+
+    dev = qml.device("default.qubit", wires=2)
+    got = cofactor.qjit(qml.QNode(body, dev))(a)
+    expected = qml.QNode(body, dev)(a)
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e, atol=1e-12)

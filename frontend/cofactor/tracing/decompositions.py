@@ -238,6 +238,13 @@ def _exp_rule(op: qml.ops.Exp) -> list[qml.operation.Operator]:
 
 
 def _constant_matrix(op: qml.operation.Operator, why: str) -> list[qml.operation.Operator]:
+    if isinstance(op, qml.ops.Exp) and not _any_traced_in(op.base):
+        # only the coefficient is traced: the exponential of a traced matrix
+        # (tracing/matrix_exp.py), a QubitUnitary whose gradient is refused with a message
+        from cofactor.tracing.matrix_exp import traced_expm
+
+        base = np.asarray(qml.matrix(op.base, wire_order=op.wires), dtype=np.complex128)
+        return [qml.QubitUnitary(traced_expm(op.coeff * base), wires=op.wires)]
     if _has_traced_data(op) or _has_traced_data(op.base) or _any_traced_in(op.base):
         raise CompileError(
             f"cofactor cannot apply {op} with traced parameters: {why}. Its matrix would be "
