@@ -86,16 +86,35 @@ def test_sample_of_an_observable_leaves_the_state_for_the_next_sample():
     np.testing.assert_allclose(probs_x, [0.5, 0.5], atol=0.04)
 
 
-def test_gradient_of_rotated_probabilities_is_refused_not_wrong():
-    # with shots, probs(op=...) is measured on the rotated state, which the Jacobians
-    # cannot place between other measurements: a clear error instead of a wrong number
-    @qml.set_shots(100)
-    @qml.qnode(qml.device("default.qubit", wires=2), diff_method="parameter-shift")
+def test_gradient_of_probabilities_of_an_observable_with_shots():
+    # differentiated with shots, probs(op=...) is the projectors' sampled expectation values
+    @qml.set_shots(20000)
+    @qml.qnode(qml.device("default.qubit", wires=2, seed=4), diff_method="parameter-shift")
     def circuit(a):
         qml.RX(a, 0)
-        return qml.probs(op=qml.PauliX(0)), qml.probs(wires=[0])
+        return qml.probs(op=qml.PauliY(0)), qml.probs(wires=[0])
 
-    with pytest.raises(DifferentiableCompileError, match=r"PauliX|X\(0\)"):
+    jac = cofactor.qjit(cofactor.jacobian(circuit))(0.4)
+    np.testing.assert_allclose(jac[0], [-np.cos(0.4) / 2, np.cos(0.4) / 2], atol=0.03)
+    np.testing.assert_allclose(jac[1], [-np.sin(0.4) / 2, np.sin(0.4) / 2], atol=0.03)
+
+
+def test_gradient_of_rotated_probabilities_is_refused_not_wrong():
+    # on more wires than the projectors cover, probs(op=...) is measured on the rotated
+    # state, which the Jacobians cannot place between other measurements: a clear error
+    # instead of a wrong number
+    word = qml.prod(*[qml.PauliX(w) for w in range(5)])
+
+    @qml.qnode(qml.device("default.qubit", wires=5), diff_method="parameter-shift")
+    def circuit(a):
+        qml.RX(a, 0)
+        return qml.probs(op=word), qml.probs(wires=[0])
+
+    values = cofactor.qjit(circuit)(0.4)  # (values alone are measured and rotated back)
+    expected = qml.QNode(circuit.func, qml.device("default.qubit", wires=5))(0.4)
+    for g, e in zip(values, expected, strict=True):
+        np.testing.assert_allclose(g, e, atol=1e-12)
+    with pytest.raises(DifferentiableCompileError, match=r"X\(0\)"):
         cofactor.qjit(cofactor.jacobian(circuit))(0.4)
 
 

@@ -10,10 +10,10 @@ first applies its diagonalizing gates `U`. Two consequences:
   returns a function that applies `U^dagger` once the measurement is emitted;
 - the adjoint and parameter-shift Jacobians (runtime, `cf_rt_jacobian_recorded*`) evaluate
   every recorded measurement on the final state, so gates between measurements would be
-  in the wrong place for them. Analytic `qml.probs(op=obs)` on a few wires is therefore
-  written without touching the state: entry `b` is the expectation value of the projector
-  `U^dagger |b><b| U` on the observable's wires (`probs_by_projectors`), which every
-  Jacobian method handles.
+  in the wrong place for them. `qml.probs(op=obs)` on a few wires is therefore written
+  without touching the state, when analytic and when differentiated with shots: entry `b`
+  is the expectation value of the projector `U^dagger |b><b| U` on the observable's wires
+  (`probs_by_projectors`; sampled with shots), which every Jacobian method handles.
 """
 
 from __future__ import annotations

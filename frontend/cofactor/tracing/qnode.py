@@ -312,7 +312,10 @@ class QuantumScope:
         if isinstance(mp, ProbabilityMP | SampleMP | CountsMP):
             if mp.obs is None:
                 return self._emit_basis_measurement(mp, None)
-            if isinstance(mp, ProbabilityMP) and self.shots <= 0:
+            # (with shots, differentiated circuits too: the projectors' sampled expectation
+            # values, which the Jacobians can place; see observable_probs.py)
+            differentiated = context.differentiation_method() == "auto"
+            if isinstance(mp, ProbabilityMP) and (self.shots <= 0 or differentiated):
                 probs = observable_probs.probs_by_projectors(self, mp.obs)
                 if probs is not None:
                     return probs
