@@ -9,7 +9,7 @@ import pennylane as qml
 import pytest
 
 import cofactor
-from cofactor.errors import CompileNotImplementedError
+from cofactor.errors import CompileNotImplementedError, DifferentiableCompileError
 
 
 def _body(x):
@@ -88,3 +88,14 @@ def test_snapshot_inside_control_flow_is_refused():
 
     with pytest.raises(CompileNotImplementedError, match=r"Snapshot\(\) inside control flow"):
         cofactor.qjit(circuit)(0.3)
+
+
+def test_gradient_of_a_circuit_with_snapshots_names_the_states():
+    @qml.qnode(qml.device("default.qubit", wires=1))
+    def circuit(x):
+        qml.RX(x, 0)
+        qml.Snapshot()
+        return qml.expval(qml.PauliZ(0))
+
+    with pytest.raises(DifferentiableCompileError, match="State returns are forbidden"):
+        cofactor.qjit(cofactor.grad(lambda x: circuit(x)[1]))(0.3)

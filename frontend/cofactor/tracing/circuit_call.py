@@ -204,7 +204,8 @@ def _emit_qnode_function(
                 kinds.append(_measurement_kind(v))
             else:
                 outputs.append(v)
-                kinds.append("classical")
+                # (a snapshot's state is a state return for check_differentiable)
+                kinds.append("state" if any(v is s for s in scope.snapshots) else "classical")
                 if scope.one_shot and not _static_leaf(v):
                     # a value computed in each shot (a measurement outcome, a constant):
                     # stacked over the shots, as Catalyst's one-shot does
