@@ -174,6 +174,25 @@ _PYTHON_EXCEPTIONS: dict[int, type[BaseException]] = {
 }
 
 
+#: Errors that compiled code detects and reports with `cf_rt_report_error(code, NULL)`
+#: (tracing/runtime_errors.py): codes from FIRST_COMPILED_CODE on, in the order of this
+#: table (never reorder: the codes are compiled into cached programs), mapped to numpy's
+#: exception and message.
+FIRST_COMPILED_CODE = 100
+COMPILED_CODE_ERRORS: dict[str, tuple[type[Exception], str]] = {
+    "negative_int_power": (ValueError, "Integers to negative integer powers are not allowed."),
+    "basis_state_bits": (ValueError, "Basis state must only consist of 0s and 1s"),
+}
+
+
+def compiled_code_error(code: int) -> tuple[type[Exception], str] | None:
+    """The exception type and message of a code of COMPILED_CODE_ERRORS (None for others)."""
+    index = code - FIRST_COMPILED_CODE
+    if 0 <= index < len(COMPILED_CODE_ERRORS):
+        return list(COMPILED_CODE_ERRORS.values())[index]
+    return None
+
+
 def check_error(lib: ctypes.CDLL) -> None:
     """Raises the exception of a pending runtime error, clearing the slot first:
     IndexError (CF_ERR_INDEX), KeyboardInterrupt (CF_ERR_INTERRUPTED), ValueError
@@ -184,7 +203,12 @@ def check_error(lib: ctypes.CDLL) -> None:
         return
     message = error_message(lib)
     lib.cf_rt_clear_error()
-    error = _PYTHON_EXCEPTIONS.get(code, RuntimeExecutionError)(message)
+    raised = compiled_code_error(code)  # what numpy raises, detected by compiled code
+    if raised is not None:
+        kind, message = raised
+    else:
+        kind = _PYTHON_EXCEPTIONS.get(code, RuntimeExecutionError)
+    error = kind(message)
     error.code = code  # type: ignore[attr-defined]
     raise error
 

@@ -321,9 +321,14 @@ def measurement(draw, wires: int, kinds: list[str], identity_terms: bool = True,
         if kind == "var_hamiltonian":
             return "var", f"qml.var({' + '.join(terms)})"
         return "expval", f"qml.expval({' + '.join(terms)})"
-    if kind == "probs":
-        ws = sorted(draw(st.permutations(range(wires)))[: draw(st.integers(1, wires))])
+    if kind == "probs":  # wires in any order (the result's axes follow it)
+        ws = draw(st.permutations(range(wires)))[: draw(st.integers(1, wires))]
         return kind, f"qml.probs(wires={ws})"
+    if kind == "probs_op":  # in the observable's eigenbasis, next to the other measurements
+        return "probs", f"qml.probs(op={draw(pauli_word(wires))})"
+    if kind == "density":
+        ws = draw(st.permutations(range(wires)))[: draw(st.integers(1, wires))]
+        return "state", f"qml.density_matrix(wires={ws})"
     if kind == "var":
         return kind, f"qml.var({draw(pauli_word(wires))})"
     return kind, "qml.state()"
@@ -373,10 +378,10 @@ def programs(
     if grad_only and diff_method == "adjoint":
         kinds = ["expval", "hamiltonian", "hamiltonian_traced"]
     elif grad_only:
-        kinds = ["expval", "hamiltonian", "hamiltonian_traced", "probs"]
+        kinds = ["expval", "hamiltonian", "hamiltonian_traced", "probs", "probs_op"]
     else:
-        kinds = ["expval", "hamiltonian", "hamiltonian_traced", "probs", "var"]
-        kinds += ["var_hamiltonian", "state"]
+        kinds = ["expval", "hamiltonian", "hamiltonian_traced", "probs", "probs_op", "var"]
+        kinds += ["var_hamiltonian", "state", "density"]
     pre = []
     for _ in range(draw(st.integers(0, 3))):
         kind = draw(st.integers(0, 6))

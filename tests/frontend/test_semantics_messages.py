@@ -77,3 +77,19 @@ def test_bad_measure_arguments_are_type_errors(kwargs, match):
 
     with pytest.raises(TypeError, match=match):
         qml.qjit(c, compiler="cofactor")()
+
+
+def test_device_with_a_traced_number_of_wires_is_named():
+    # PennyLane takes the traced n of qml.device(..., wires=n) as one wire's label; the
+    # message was "wire 0 is not on the device (wires: [Tracer(...)])"
+    def workflow(n):
+        @qml.qnode(qml.device("default.qubit", wires=n))
+        def circuit():
+            qml.X(wires=0)
+            return qml.probs()
+
+        return circuit()
+
+    with pytest.raises(cofactor.CompileError, match=r"wires are a traced value.*static_argnums"):
+        cofactor.qjit(workflow)(2)
+    np.testing.assert_array_equal(cofactor.qjit(workflow, static_argnums=0)(2), [0, 0, 1, 0])

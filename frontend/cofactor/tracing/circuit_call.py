@@ -52,6 +52,14 @@ def _device_facts(qnode: Any) -> tuple[int | None, dict[Any, int] | None, int]:
             f"{', '.join(SUPPORTED_DEVICES)} (they run on cofactor's own simulator)"
         )
     wires = dev.wires
+    if wires is not None and any(isinstance(w, Tracer | Scalar) for w in wires.labels):
+        # qml.device(..., wires=n) with a traced n: PennyLane takes n as one wire's label
+        raise CompileError(
+            f"device {name!r}: its wires are a traced value (qml.device(..., wires=n) with n "
+            "computed from the compiled function's arguments); the number of qubits must be "
+            "known when compiling: pass n as a static argument (qjit(static_argnums=...)) "
+            "or a Python int"
+        )
     wire_map = None if wires is None else {w: i for i, w in enumerate(wires.labels)}
     num_qubits = None if wires is None else len(wires)
     shots_obj = getattr(qnode, "shots", None) or dev.shots
@@ -181,6 +189,8 @@ def _emit_qnode_function(
                     result = qnode.func(*call_args)
                     scope.flush()
                 result = transforms.measured_values(scope, result)
+        if scope.snapshots:  # as Catalyst: (the states at the snapshots, the results)
+            result = (list(scope.snapshots), result)
         aliasing.record_writes(name, inputs)  # (the caller's arrays: `_emit_call`)
         out_values, out_tree = pytree.flatten(
             result, is_leaf=lambda x: isinstance(x, MeasurementProcess | Tracer)
@@ -194,7 +204,8 @@ def _emit_qnode_function(
                 kinds.append(_measurement_kind(v))
             else:
                 outputs.append(v)
-                kinds.append("classical")
+                # (a snapshot's state is a state return for check_differentiable)
+                kinds.append("state" if any(v is s for s in scope.snapshots) else "classical")
                 if scope.one_shot and not _static_leaf(v):
                     # a value computed in each shot (a measurement outcome, a constant):
                     # stacked over the shots, as Catalyst's one-shot does

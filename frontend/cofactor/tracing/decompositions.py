@@ -238,6 +238,13 @@ def _exp_rule(op: qml.ops.Exp) -> list[qml.operation.Operator]:
 
 
 def _constant_matrix(op: qml.operation.Operator, why: str) -> list[qml.operation.Operator]:
+    if isinstance(op, qml.ops.Exp) and not _any_traced_in(op.base):
+        # only the coefficient is traced: the exponential of a traced matrix
+        # (tracing/matrix_exp.py), a QubitUnitary whose gradient is refused with a message
+        from cofactor.tracing.matrix_exp import traced_expm
+
+        base = np.asarray(qml.matrix(op.base, wire_order=op.wires), dtype=np.complex128)
+        return [qml.QubitUnitary(traced_expm(op.coeff * base), wires=op.wires)]
     if _has_traced_data(op) or _has_traced_data(op.base) or _any_traced_in(op.base):
         raise CompileError(
             f"cofactor cannot apply {op} with traced parameters: {why}. Its matrix would be "
@@ -264,6 +271,12 @@ def _basis_state_rule(op: qml.BasisState) -> list[qml.operation.Operator]:
     if not _traced(state):
         bits = np.asarray(state).reshape(-1)
         return [qml.X(w) for w, bit in zip(wires, bits, strict=True) if bit]
+    # PennyLane checks the bits of a concrete state; traced ones are checked at run time
+    from cofactor.tracing.numpy_rules import as_scalar, as_tracer
+    from cofactor.tracing.runtime_errors import report_if
+
+    bits = as_tracer(state)
+    report_if(as_scalar(np.any((bits < 0) | (bits > 1))).value, "basis_state_bits")
     out: list[qml.operation.Operator] = []
     for i, w in enumerate(wires):
         angle = state[i] * np.pi
@@ -312,7 +325,17 @@ def _run_decompose(
         raise
     except Exception as err:
         names = sorted({op.name for op in ops if not stop(op)})
-        raise CompileError(f"could not decompose {', '.join(names)} for cofactor: {err}") from err
+        hint = ""
+        if "'Tracer'" in str(err) or "'Scalar'" in str(err):
+            # e.g. SpecialUnitary's matrix is scipy.linalg.expm of its parameters
+            hint = (
+                " (its decomposition computes with the traced parameters through a library "
+                "that needs concrete numbers, such as scipy.linalg.expm; pass those parameters "
+                "as constants, not as arguments of the qjit-compiled function)"
+            )
+        raise CompileError(
+            f"could not decompose {', '.join(names)} for cofactor: {err}{hint}"
+        ) from err
     finally:
         if was_graph != qml.decomposition.enabled_graph():
             (qml.decomposition.enable_graph if was_graph else qml.decomposition.disable_graph)()

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from cofactor.errors import CompileError
+from cofactor.errors import CompileError, CompileTypeError
 from cofactor.tracing.numpy_rules import (
     FUNCTION_RULES,
     as_tracer,
@@ -28,7 +28,15 @@ def _round(a: Any, decimals: int = 0, out: Any = None) -> Tracer:
     decimals = int(decimals)
     if t.dtype == COMPLEX:
         return _round(np.real(t), decimals) + 1j * _round(np.imag(t), decimals)
-    if t.dtype == BOOL:  # numpy: float16, which cofactor computes in float64 (as np.sin)
+    if t.dtype == BOOL:
+        if decimals != 0:  # numpy scales by 10**decimals in the bool dtype, and fails
+            raise CompileTypeError(
+                f"numpy.round(x, decimals={decimals}) of a boolean x: numpy raises "
+                "UFuncTypeError (cannot cast 'multiply' output from float64 to bool); "
+                "cast first: np.round(x.astype(float), decimals)"
+            )
+        # numpy: float16 (as for np.sin of booleans); cofactor computes floats in float64,
+        # so the values are numpy's and the dtype is float64 (docs/frontend.md)
         t = cast_tracer(t, FLOAT)
     elif decimals >= 0 and t.dtype == INT:
         return t.copy()  # (numpy: a new array, which `+=` must not write through)

@@ -57,7 +57,7 @@ from cofactor.ir.mlir15 import generic_op
 from cofactor.launcher import BufferSpec
 from cofactor.tracing import context, pytree
 from cofactor.tracing.numpy_rules import as_tracer, cast_tracer, store_tracer
-from cofactor.tracing.tracer import BOOL, FLOAT, INT, Scalar, Tracer
+from cofactor.tracing.tracer import BOOL, COMPLEX, FLOAT, INT, Scalar, Tracer
 
 STAT_KINDS = ("expval", "var", "probs", "sample", "counts")
 
@@ -533,6 +533,16 @@ def call_one_shot(
         weight = b.load(valid_out, [])
         b.store(b.binary(arith.AddfOp, b.load(n_valid, []), weight), n_valid, [])
     for s, kind, out, refs in zip(specs, kinds, outs, accs, strict=True):
+        if kind == "sample" and s.dtype == COMPLEX:  # (a snapshot's state) stacked as is,
+            # its memref has a trailing axis of (real, imaginary) f64
+            for idx in np.ndindex((*s.shape, 2)):
+                ii = [b.index(j) for j in idx]
+                v = b.load(out, ii)
+                if weight is not None:
+                    fill = b.cast(b.const(FILL_IN_VALUE, i64), i64, f64)
+                    v = b.select(b.cast(weight, f64, i1), v, fill)
+                b.store(v, refs[0], [shot, *ii])
+            continue
         for idx in np.ndindex(s.shape):
             ii = [b.index(j) for j in idx]
             v = b.load(out, ii)

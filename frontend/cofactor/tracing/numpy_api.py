@@ -15,6 +15,7 @@ from cofactor.tracing import (  # noqa: F401  (registration)
     inplace_functions,
     linalg,
     logic,
+    matrix_exp,
 )
 from cofactor.tracing.numpy_rules import (
     array_function,

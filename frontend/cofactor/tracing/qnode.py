@@ -18,6 +18,7 @@ Observables of terminal measurements are emitted by `observables`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -26,6 +27,7 @@ import numpy as np
 import pennylane as qml
 from pennylane.measurements import (
     CountsMP,
+    DensityMatrixMP,
     ExpectationMP,
     MeasurementProcess,
     ProbabilityMP,
@@ -39,7 +41,7 @@ from xdsl.ir import SSAValue
 from cofactor.errors import CompileError, CompileTypeError
 from cofactor.ir.builder import IRBuilder, memref_type, quantum_attrs
 from cofactor.ir.mlir15 import generic_op
-from cofactor.tracing import context, observables
+from cofactor.tracing import context, observable_probs, observables
 from cofactor.tracing.gate_set import (
     SKIPPED_OPS,
     custom_shift_rule,
@@ -110,6 +112,7 @@ class QuantumScope:
     traced_wires: bool = False
     terminal: list[MeasurementProcess] = field(default_factory=list)
     state_widths: set[int] = field(default_factory=set)  # of the states emitted, so sized
+    snapshots: list[Tracer] = field(default_factory=list)  # states at qml.Snapshot()s
     # wire index -> its i64 constant in the block being appended to (see `wire`)
     _wire_consts: dict[int, SSAValue] = field(default_factory=dict)
     _wire_block: Any = None
@@ -209,6 +212,8 @@ class QuantumScope:
         """Emit one operator of the gate set (with adjoint/control modifiers)."""
         b = context.current().builder
         name = op.name
+        if name == "Snapshot":  # Catalyst: the QNode returns (states, results)
+            self.snapshots.append(observable_probs.snapshot_state(self, op))
         if name in SKIPPED_OPS:
             if self.num_qubits is None:  # its wires are still the circuit's (tape.wires)
                 for w in op.wires:
@@ -291,6 +296,10 @@ class QuantumScope:
         ctx = context.current()
         if isinstance(mp, ExpectationMP | VarianceMP):
             return observables.emit_expval_or_var(self, mp.obs, isinstance(mp, VarianceMP))
+        if isinstance(mp, DensityMatrixMP):
+            from cofactor.tracing.density import density_matrix
+
+            return density_matrix(self, mp)
         if isinstance(mp, StateMP) and type(mp) is StateMP:
             labels = self.all_wires()
             n = self.num_qubits if labels is None else max(labels, default=-1) + 1
@@ -301,49 +310,54 @@ class QuantumScope:
             state = Tracer.from_memref(out, (2**n,), COMPLEX, anchor=op)
             return state if labels is None else _state_of_wires(state, n, labels)
         if isinstance(mp, ProbabilityMP | SampleMP | CountsMP):
-            eigen = None
-            if mp.obs is not None:
-                eigen = self._rotate_to_eigenbasis(mp.obs)
-            labels = list(mp.wires) if mp.wires else self.all_wires()
-            wires = [self.wire(w) for w in labels or ()]
-            k = len(labels) if labels is not None else self.total_qubits()
-            if isinstance(mp, ProbabilityMP):
-                out = ctx.hoisted_alloc(memref_type((2**k,), FLOAT))
-                op = b.insert(generic_op("quantum.probs", [out, *wires]))
-                return Tracer.from_memref(out, (2**k,), FLOAT, anchor=op)
-            if self.shots <= 0:
-                raise CompileError(
-                    f"qml.{type(mp).__name__.removesuffix('MP').lower()} needs shots: it "
-                    "cannot work with shots=None (an analytic QNode). Set shots with "
-                    "qml.set_shots or on the device."
-                )
-            if isinstance(mp, SampleMP):
-                out = ctx.hoisted_alloc(memref_type((self.shots, k), INT))
-                op = b.insert(generic_op("quantum.sample", [out, *wires]))
-                bits = Tracer.from_memref(out, (self.shots, k), INT, anchor=op)
-                return bits if eigen is None else eigen(bits)
-            if eigen is not None:
-                raise CompileError("qml.counts of an observable is not supported; use wires")
-            out = ctx.hoisted_alloc(memref_type((2**k,), INT))
-            op = b.insert(generic_op("quantum.counts", [out, *wires]))
-            counts = Tracer.from_memref(out, (2**k,), INT, anchor=op)
-            return (np.arange(2**k, dtype=np.int64), counts)
+            if mp.obs is None:
+                return self._emit_basis_measurement(mp, None)
+            # (with shots, differentiated circuits too: the projectors' sampled expectation
+            # values, which the Jacobians can place; see observable_probs.py)
+            differentiated = context.differentiation_method() == "auto"
+            if isinstance(mp, ProbabilityMP) and (self.shots <= 0 or differentiated):
+                probs = observable_probs.probs_by_projectors(self, mp.obs)
+                if probs is not None:
+                    return probs
+            # the observable's eigenbasis: rotate, measure, rotate back for what follows
+            eigen = observable_probs.eigenvalues(mp)
+            undo = observable_probs.rotate(self, mp.obs)
+            result = self._emit_basis_measurement(mp, eigen)
+            undo()
+            return result
         raise CompileError(f"measurement {type(mp).__name__} is not supported by cofactor")
 
-    def _rotate_to_eigenbasis(self, obs: qml.operation.Operator):
-        """Apply the observable's diagonalizing gates; returns bits -> eigenvalues for
-        Pauli words (used by sample)."""
-        for gate in decompose(obs.diagonalizing_gates()):
-            self.emit_operation(gate)
-        factors = obs.operands if isinstance(obs, qml.ops.Prod) else [obs]
-        if not all(f.name in ("PauliX", "PauliY", "PauliZ", "Hadamard") for f in factors):
-            return None
-
-        def eigenvalues(bits: Tracer) -> Tracer:
-            signs = 1 - 2 * cast_tracer(bits, FLOAT)  # bit 0 -> +1, bit 1 -> -1
-            return np.prod(signs, axis=1)
-
-        return eigenvalues
+    def _emit_basis_measurement(
+        self, mp: MeasurementProcess, eigen: Callable[[Tracer], Tracer] | None
+    ) -> Tracer | tuple[np.ndarray, Tracer]:
+        """probs / sample / counts in the computational basis (`eigen`: bits -> the
+        observable's eigenvalues, for samples of a Pauli word)."""
+        b = context.current().builder
+        ctx = context.current()
+        labels = list(mp.wires) if mp.wires else self.all_wires()
+        wires = [self.wire(w) for w in labels or ()]
+        k = len(labels) if labels is not None else self.total_qubits()
+        if isinstance(mp, ProbabilityMP):
+            out = ctx.hoisted_alloc(memref_type((2**k,), FLOAT))
+            op = b.insert(generic_op("quantum.probs", [out, *wires]))
+            return Tracer.from_memref(out, (2**k,), FLOAT, anchor=op)
+        if self.shots <= 0:
+            raise CompileError(
+                f"qml.{type(mp).__name__.removesuffix('MP').lower()} needs shots: it "
+                "cannot work with shots=None (an analytic QNode). Set shots with "
+                "qml.set_shots or on the device."
+            )
+        if isinstance(mp, SampleMP):
+            out = ctx.hoisted_alloc(memref_type((self.shots, k), INT))
+            op = b.insert(generic_op("quantum.sample", [out, *wires]))
+            bits = Tracer.from_memref(out, (self.shots, k), INT, anchor=op)
+            return bits if eigen is None else eigen(bits)
+        if eigen is not None:
+            raise CompileError("qml.counts of an observable is not supported; use wires")
+        out = ctx.hoisted_alloc(memref_type((2**k,), INT))
+        op = b.insert(generic_op("quantum.counts", [out, *wires]))
+        counts = Tracer.from_memref(out, (2**k,), INT, anchor=op)
+        return (np.arange(2**k, dtype=np.int64), counts)
 
     def _some_wire(self, obs: qml.operation.Operator) -> SSAValue:
         """Wire index 0, for an observable that acts as the identity on every wire."""

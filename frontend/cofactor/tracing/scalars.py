@@ -185,10 +185,13 @@ def _power(base: Any, exp: Any, dtype: np.dtype, out: np.dtype) -> Scalar:
 def _int_power_traced(x: Scalar, n: Scalar) -> Scalar:
     """`x ** n` on int64 with a traced exponent: square-and-multiply over the 64 bits of `n`
     in an `scf.for` (products wrap around as numpy's do). numpy raises for a negative
-    exponent; compiled code cannot, so it gives what C and JAX give: 1 for x == 1, +-1 for
-    x == -1, 0 otherwise."""
+    exponent; so does the compiled code, at run time (tracing/runtime_errors.py): numpy's
+    ValueError when the call returns."""
+    from cofactor.tracing.runtime_errors import report_if
+
     b = _b()
     one, zero = b.const(1, i64), b.const(0, i64)
+    report_if(b.cmpi("slt", n.value, zero), "negative_int_power")
 
     def body(ivs: list[Any], accs: list[Any]) -> list[Any]:
         acc, base, e = accs
@@ -197,16 +200,7 @@ def _int_power_traced(x: Scalar, n: Scalar) -> Scalar:
         return [acc, b.binary(arith.MuliOp, base, base), b.binary(arith.ShRUIOp, e, one)]
 
     loop = _loop_nest((64,), [one, x.value, n.value], body)
-    pos = loop.results[0]
-    odd = b.cmpi("ne", b.binary(arith.AndIOp, n.value, one), zero)
-    minus_one = b.const(-1, i64)
-    at_minus_one = b.select(odd, minus_one, one)
-    neg = b.select(
-        b.cmpi("eq", x.value, one),
-        one,
-        b.select(b.cmpi("eq", x.value, minus_one), at_minus_one, zero),
-    )
-    return Scalar(b.select(b.cmpi("slt", n.value, zero), neg, pos), INT)
+    return Scalar(loop.results[0], INT)
 
 
 def _int_power(x: Scalar, n: int, dtype: np.dtype) -> Scalar:
