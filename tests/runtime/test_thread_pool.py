@@ -125,6 +125,9 @@ def test_results_bitwise_equal_for_1_2_3_threads(seed, tmp_path):
             COFACTOR_POOL_POLICY="parallel",
             COFACTOR_POOL_STATS="1",
             COFACTOR_POOL_ORDER=order,
+            # fused blocks on the low wires in tile passes (GateFuser::drain) run in parallel too
+            COFACTOR_FUSION_TILE_QUBITS="8",
+            COFACTOR_FUSION_TILE_MIN_QUBITS=str(N),
         )
         proc = subprocess.run(
             [sys.executable, "-c", DETERMINISM.format(here=here, seed=seed, out=out)],
