@@ -577,7 +577,9 @@ def test_tiled_blocks_match_untiled(rt, monkeypatch, measure, shots):
             _set_tiles(monkeypatch, tile)
             got = _run(rt, prog, n, shots, seed=77, gate_rng_seed=5)
             for ours, other in ((got, ref), (got, untiled)):
-                np.testing.assert_allclose(ours[0], other[0], atol=1e-12, rtol=0, err_msg=f"k={qubits}")
+                np.testing.assert_allclose(
+                    ours[0], other[0], atol=1e-12, rtol=0, err_msg=f"k={qubits} tile={tile}"
+                )
                 assert ours[1] == other[1], f"mid-circuit outcomes, k={qubits} tile={tile}"
                 np.testing.assert_allclose(ours[2], other[2], atol=1e-12, rtol=0)
                 np.testing.assert_allclose(ours[3], other[3], atol=1e-12, rtol=0)
