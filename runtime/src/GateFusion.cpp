@@ -19,6 +19,10 @@ int envInt(const char *name, int fallback) {
     return v && *v ? std::atoi(v) : fallback;
 }
 
+// set while a tile pass applies its blocks to any tile but the first: the trace shows each
+// block once, not once per tile
+thread_local bool tTraceQuiet = false;
+
 } // namespace
 
 namespace fusion {
@@ -188,7 +192,7 @@ void applyMatrix(cplx *sv, int n, std::vector<cplx> M, const int64_t *wires, int
         if (nonzeros != 1) permutation = false;
     }
     static const bool trace = std::getenv("COFACTOR_FUSION_TRACE") != nullptr;
-    if (trace) {
+    if (trace && !tTraceQuiet) {
         int nz = 0;
         for (size_t j = 0; j < D * D; ++j) nz += M[j] != cplx(0);
         std::fprintf(stderr, "block bits");
@@ -410,12 +414,14 @@ void GateFuser::drain(cplx *sv, int n) {
         pool::tlsChunk = 0; // the kernels below run in one piece (chunk 0) inside this chunk
         for (uint64_t i = pool::chunkBegin(j.tiles, j.chunks, c); i < pool::chunkBegin(j.tiles, j.chunks, c + 1); ++i) {
             cplx *tile = j.sv + (i << j.t);
+            tTraceQuiet = i != 0;
             for (const Ready &r : *j.ready) {
                 if (r.fused) fusion::applyMatrix(tile, j.t, r.M, r.targets.data(), int(r.targets.size()));
                 else applyGateMatrix(tile, j.t, r.g, r.targets.data(), r.ctrls);
             }
         }
         pool::tlsChunk = outer;
+        tTraceQuiet = false;
     }, &job);
 }
 
