@@ -19,7 +19,8 @@
 //
 // COFACTOR_FUSION=0 switches fusion off (for debugging and for the fused/unfused tests);
 // COFACTOR_FUSION_QUBITS sets maxQubits (1..6); COFACTOR_FUSION_MIN_QUBITS: registers
-// smaller than this are not fused. They are read at every device reset.
+// smaller than this are not fused; COFACTOR_FUSION_TILE_QUBITS / _TILE_MIN_QUBITS: the
+// tiles (see Ready below). They are read at every device reset.
 //
 // The defaults are measured (one thread, CPU time, Xeon with AVX-512; benchmark section 6).
 // Before the stream kernel (FusedKernels.inc): SEL forward, 4 layers, unfused / k=2 / k=3:
@@ -53,6 +54,8 @@ constexpr int kMaxFusionQubits = 6;
 constexpr int kDefaultFusionMinQubits = 16;
 constexpr int kWideFusionMinQubits = 16; // from here the default width is 3, below it 2
 constexpr size_t kMaxPending = 4096; // queued operations before everything is applied
+constexpr int kDefaultTileQubits = 15; // GateFuser::drain: 2^15 amplitudes = 512 KiB tiles
+constexpr int kTileMinQubits = 20;     // smaller states (16 MiB) stay in the L3 anyway
 
 // sv = M sv for a dense 2^k x 2^k row-major M on `wires` (3 <= k <= kMaxFusionQubits, or
 // k = 2 when the lowest bit of `wires` is at least 2), one pass with the matrix in cache
@@ -108,6 +111,7 @@ class GateFuser {
     void flush(cplx *sv, int n) {
         if (prefix_) writePrefix(sv, n);
         if (!blocks_.empty()) flushAll(sv, n);
+        if (!ready_.empty()) drain(sv, n);
     }
     // Before expectation values of Z words (tensor products of PauliZ; bit b of a mask is
     // bit b of an amplitude index) on the state the pending gates would make: applies every
@@ -131,6 +135,26 @@ class GateFuser {
     };
     void flushAll(cplx *sv, int n);
     void applyBlock(cplx *sv, int n, const Block &b);
+
+    // Tiles (cache blocking). A block whose wires are all among the low tileQubits_ bits
+    // maps each tile of 2^tileQubits_ consecutive amplitudes (512 KiB: the L2) to itself, so
+    // consecutive such blocks need not each make a pass over a state far beyond the caches:
+    // they wait in ready_ (in order) and are applied tile by tile in ONE parallel pass,
+    // each tile by all of them while it is in the L2 (drain). Any other application, and
+    // every flush, drains first, so the order of the blocks is kept. SEL forward at n = 22:
+    // 31 block passes per call become 20. COFACTOR_FUSION_TILE_QUBITS sets the tile
+    // (log2 amplitudes; 0: off); registers below kTileMinQubits are not tiled.
+    struct Ready {
+        GateMatrix g;                 // a lone gate's matrix (its specialised kernel), or
+        std::vector<cplx> M;          // a fused block's dense matrix (fusion::applyMatrix)
+        std::vector<int64_t> targets; // wires in the tile's register of tileQubits_ qubits
+        Controls ctrls;               // a lone gate's controls, likewise
+        bool fused = false;
+    };
+    bool tileable(int n, const int64_t *wires, int count) const;
+    void drain(cplx *sv, int n);
+    std::vector<Ready> ready_;
+    int tileQubits_ = 0;
     bool absorb(const Operation &op);
     void writePrefix(cplx *sv, int n);
 

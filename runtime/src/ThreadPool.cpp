@@ -48,6 +48,47 @@ thread_local int tlsChunk __attribute__((tls_model("initial-exec"))) = 0;
 
 namespace {
 
+// Chunk order. The state of a 22-qubit register (64 MiB) is twice this EPYC's L3 (32 MiB);
+// gate after gate walking it in the same direction, each loop starts where the previous one's
+// lines have long been evicted. So every other loop (per calling thread) runs the other way
+// round, in groups of kOrderGroup chunks (2 MiB at n = 22) so that a kernel's streams still
+// run upwards through a group and its software prefetch of the next tile (forEachRunAhead)
+// lands in the chunk it runs next. The claim at position p -- the caller claims from the
+// front, workers from the back -- runs chunk chunkAt(p): the caller keeps the half [0, h),
+// the workers [h, chunks); on even loops the caller walks its half upwards and the workers
+// theirs downwards from the end (group by group), on odd loops the caller walks down from
+// the middle (group by group) and the workers up from it. Serially: upwards, then downwards
+// group by group. Each loop then starts on the lines the previous one touched last, which
+// the L3 still holds. Only the order changes: chunk boundaries and the chunk index a
+// kernel's partial sums use do not (determinism, see the header).
+// COFACTOR_POOL_ORDER=ascending: the order before (the caller upwards, workers downwards
+// chunk by chunk, serial upwards), for A/B timings.
+constexpr int kOrderGroup = 8;
+thread_local uint32_t tlsLoops = 0;
+bool alternateOrder() {
+    static const bool on = [] {
+        const char *env = std::getenv("COFACTOR_POOL_ORDER");
+        return !(env && std::string(env) == "ascending");
+    }();
+    return on;
+}
+// The q-th of [0, size) when walking groups of kOrderGroup (aligned at 0) from the last down,
+// each group upwards.
+inline int groupsDown(int q, int size) {
+    const int last = (size - 1) / kOrderGroup * kOrderGroup, lastSize = size - last;
+    if (q < lastSize) return last + q;
+    q -= lastSize;
+    return last - kOrderGroup * (q / kOrderGroup + 1) + q % kOrderGroup;
+}
+// mode 0: the old order (identity); 1: an even loop; 2: an odd loop (see above)
+inline int chunkAt(int p, int chunks, int mode) {
+    if (mode == 0) return p;
+    const int h = chunks / 2;
+    if (p < h) return mode == 1 ? p : groupsDown(p, h);
+    const int q = chunks - 1 - p; // the workers' q-th claim
+    return h + (mode == 1 ? groupsDown(q, chunks - h) : q);
+}
+
 // About one chunk per 2^14 amplitudes (256 KiB of state): small enough that a thread which
 // got its CPU late finds work left, large enough that claiming one (a compare-and-swap on a
 // shared line) is noise.
@@ -158,7 +199,10 @@ int defaultThreads() {
 // kProbeNs of loop time in parallel, then one serial, each yielding one throughput figure
 // (amplitudes per second) per loop; the faster mode by the MEDIAN of those figures (parallel
 // only if it wins by 15%) then holds for kHoldNs of loop time, then the next probe; each
-// consecutive serial win doubles the serial hold (up to about 1 s). The median, not the
+// consecutive serial win doubles the serial hold (up to about 1 s), and a decisive parallel
+// win (by 30%: an idle machine) holds at least 16x the serial probe's time and doubles its
+// hold per consecutive decisive win (up to about 1 s) -- with loops of milliseconds (n >= 22)
+// a fixed 64 ms hold ran about one loop in five in serial probes. The median, not the
 // total: on a busy machine one preemption (a time slice, milliseconds) lands in one probe and
 // not in the other, and a total over a few milliseconds then picked the mode at random.
 // Two signs that the workers are not being scheduled switch to serial at once, for a hold of
@@ -166,7 +210,8 @@ int defaultThreads() {
 // milliseconds, against microseconds per loop on a small state), and kIdleLoops parallel
 // loops in a row in which no worker took a chunk (a parallel mode then buys nothing and
 // still pays for the wake-ups). Costs: the losing mode's probe, at most about 6% of the
-// loop time.
+// loop time (on an idle machine, with the growing hold, soon under 2%).
+// COFACTOR_POOL_HOLD=fixed: every parallel win holds 64 ms, as before (for A/B timings).
 // COFACTOR_POOL_POLICY=parallel skips the measurement (every loop that can run in parallel
 // does): for tests and for measuring the policy itself.
 class Policy {
@@ -185,11 +230,24 @@ class Policy {
             parallelRate_ = medianRate();
             next(ProbeSerial);
         } else if (phase_ == ProbeSerial) {
-            holdParallel_ = parallelRate_ > 1.15 * medianRate();
+            const double serialRate = medianRate();
+            holdParallel_ = parallelRate_ > 1.15 * serialRate;
             holdNs_ = holdParallel_ ? kHoldNs : serialHoldNs_;
             // serial winning again and again (a machine that stays busy): probe ever less
             // often, up to once per kMaxHoldNs; a parallel win resets that
             serialHoldNs_ = holdParallel_ ? kHoldNs : std::min(2 * serialHoldNs_, kMaxHoldNs);
+            // a decisive parallel win (an idle machine, a large state): the serial probe is
+            // what it costs (SEL forward at n = 22: ~35 loops of several ms per call, and
+            // with a fixed 64 ms hold about 5 of every 26 loops ran in the serial probe; a
+            // model of the policy puts that at 6-12% of the two-thread speed-up), so the
+            // hold is at least kProbeCostFactor x that probe, and doubles per consecutive
+            // decisive win. Stalls and idle workers still end it at once (stalled).
+            if (holdParallel_ && growHold_ && parallelRate_ > kDecisiveWin * serialRate) {
+                holdNs_ = std::min(std::max(parallelHoldNs_, kProbeCostFactor * ns_), kMaxHoldNs);
+                parallelHoldNs_ = std::min(2 * parallelHoldNs_, kMaxHoldNs);
+            } else {
+                parallelHoldNs_ = kHoldNs;
+            }
             next(Hold);
         } else {
             next(ProbeParallel);
@@ -200,6 +258,7 @@ class Policy {
     // parallel loops went by without them.
     void stalled(int64_t lostNs) {
         holdParallel_ = false;
+        parallelHoldNs_ = kHoldNs;
         holdNs_ = std::max(serialHoldNs_, 32 * lostNs);
         serialHoldNs_ = std::min(2 * serialHoldNs_, kMaxHoldNs);
         next(Hold);
@@ -207,6 +266,8 @@ class Policy {
 
   private:
     static constexpr int64_t kProbeNs = 4000000, kHoldNs = 64000000, kMaxHoldNs = 1024000000;
+    static constexpr int64_t kProbeCostFactor = 16; // a decisive win's hold: >= 16x the serial probe
+    static constexpr double kDecisiveWin = 1.3;
     static constexpr int kMinSamples = 5, kMaxSamples = 64;
     enum Phase { ProbeParallel, ProbeSerial, Hold };
     // a probe lasts kProbeNs and at least kMinSamples loops, or kMaxSamples loops (short
@@ -225,8 +286,14 @@ class Policy {
         const char *env = std::getenv("COFACTOR_POOL_POLICY");
         return env && std::string(env) == "parallel";
     }();
+    // COFACTOR_POOL_HOLD=fixed: every parallel win holds kHoldNs (the policy before the
+    // growing hold; for A/B timings)
+    bool growHold_ = [] {
+        const char *env = std::getenv("COFACTOR_POOL_HOLD");
+        return !(env && std::string(env) == "fixed");
+    }();
     bool holdParallel_ = false;
-    int64_t ns_ = 0, holdNs_ = kHoldNs, serialHoldNs_ = kHoldNs;
+    int64_t ns_ = 0, holdNs_ = kHoldNs, serialHoldNs_ = kHoldNs, parallelHoldNs_ = kHoldNs;
     double work_ = 0, parallelRate_ = 0;
     int samples_ = 0;
     double rates_[kMaxSamples];
@@ -250,6 +317,7 @@ struct Pool {
     ChunkFn fn = nullptr; // the current job's; written before `state` is published
     void *ctx = nullptr;
     int chunks = 0;
+    int order = 0; // the job's chunk order (chunkAt); written before `state` is published
     uint32_t jobId = 0;
     std::mutex busy; // one loop at a time; a second caller thread runs its loop serially
     std::mutex grow; // guards `workers`
@@ -319,6 +387,7 @@ struct Pool {
                 const ChunkFn f = fn;
                 void *const c = ctx;
                 const uint32_t total = uint32_t(chunks);
+                chunk = chunkAt(chunk, int(total), order);
                 tlsChunk = chunk;
                 f(c, chunk);
                 tlsChunk = 0;
@@ -339,8 +408,8 @@ struct Pool {
 
     // One job; returns how long the caller waited for chunks that workers held after it had
     // run out of chunks to claim, and (in ownNs) how long it worked itself.
-    int64_t runParallel(int n, ChunkFn f, void *c, int64_t &ownNs, int &mine) {
-        fn = f, ctx = c, chunks = n;
+    int64_t runParallel(int n, ChunkFn f, void *c, int ord, int64_t &ownNs, int &mine) {
+        fn = f, ctx = c, chunks = n, order = ord;
         done.store(0, std::memory_order_relaxed);
         paused.store(false, std::memory_order_relaxed);
         ++jobId;
@@ -353,6 +422,7 @@ struct Pool {
         int chunk;
         mine = 0;
         while (claim(true, chunk)) {
+            chunk = chunkAt(chunk, n, ord);
             tlsChunk = chunk;
             f(c, chunk);
             ++mine;
@@ -453,10 +523,13 @@ int chunkCount(uint64_t count, uint64_t amps) {
 
 void run(int chunks, uint64_t work, ChunkFn fn, void *ctx) {
     const int saved = tlsChunk;
+    // every other loop of this thread walks its chunks the other way round (chunkAt)
+    const int order = chunks > 1 && alternateOrder() ? 1 + int(tlsLoops++ & 1) : 0;
     auto serial = [&] {
         for (int c = 0; c < chunks; ++c) {
-            tlsChunk = c;
-            fn(ctx, c);
+            const int chunk = order == 2 ? groupsDown(c, chunks) : c;
+            tlsChunk = chunk;
+            fn(ctx, chunk);
         }
         tlsChunk = saved;
     };
@@ -481,7 +554,7 @@ void run(int chunks, uint64_t work, ChunkFn fn, void *ctx) {
     p->ensureWorkers(threads);
     int64_t own = 0;
     int mine = 0;
-    const int64_t stall = p->runParallel(chunks, fn, ctx, own, mine);
+    const int64_t stall = p->runParallel(chunks, fn, ctx, order, own, mine);
     stats.parallel.fetch_add(1, std::memory_order_relaxed);
     stats.chunks.fetch_add(uint64_t(chunks), std::memory_order_relaxed);
     stats.workerChunks.fetch_add(uint64_t(chunks - mine), std::memory_order_relaxed);

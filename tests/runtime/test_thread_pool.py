@@ -72,7 +72,7 @@ def _run(rt, ops, params, h):
     return out
 
 
-def _results_for_thread_counts(rt, lib, rng):
+def _results_for_thread_counts(rt, lib, rng, out_path=None):
     ops = _random_ops(rng, 60)
     params = rng.uniform(-np.pi, np.pi, sum(rt.gates[op[0]][1] for op in ops))
     h = rng.normal(size=(4, 4)) + 1j * rng.normal(size=(4, 4))
@@ -86,6 +86,8 @@ def _results_for_thread_counts(rt, lib, rng):
     finally:
         lib.cf_rt_set_num_threads(0)
     one = results[1]
+    if out_path:
+        np.savez(out_path, **one)
     assert abs(np.linalg.norm(one["state"]) - 1) < 1e-12
     assert np.max(np.abs(one["jacobian"])) > 1e-3  # not trivially zero
     for threads in (2, 3):
@@ -102,29 +104,46 @@ DETERMINISM = (
     "import test_thread_pool\n"
     "lib = load_runtime()\n"
     "rng = np.random.default_rng({seed})\n"
-    "test_thread_pool._results_for_thread_counts(Runtime(lib), lib, rng)\n"
+    "test_thread_pool._results_for_thread_counts(Runtime(lib), lib, rng, {out!r})\n"
     "print('ok')\n"
 )
 
 
 @pytest.mark.parametrize("seed", [1])
-def test_results_bitwise_equal_for_1_2_3_threads(seed):
+def test_results_bitwise_equal_for_1_2_3_threads(seed, tmp_path):
     """In a new process whose pool always runs loops in parallel (COFACTOR_POOL_POLICY:
     the adaptive policy may choose serial on a busy machine); its statistics must show
-    chunks that ran on worker threads, or the comparison would prove nothing."""
+    chunks that ran on worker threads, or the comparison would prove nothing. The same in
+    a process whose loops all walk their chunks first to last (COFACTOR_POOL_ORDER): the
+    default's alternating order gives the very same bits."""
     here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, COFACTOR_POOL_POLICY="parallel", COFACTOR_POOL_STATS="1")
-    proc = subprocess.run(
-        [sys.executable, "-c", DETERMINISM.format(here=here, seed=seed)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
-    stats = re.search(r"\((\d+) of (\d+) chunks on workers\)", proc.stderr)
-    assert stats, proc.stderr[-3000:]
-    assert int(stats.group(1)) > 0, stats.group(0)
+    results = {}
+    for order in ("alternating", "ascending"):
+        out = str(tmp_path / f"{order}.npz")
+        env = dict(
+            os.environ,
+            COFACTOR_POOL_POLICY="parallel",
+            COFACTOR_POOL_STATS="1",
+            COFACTOR_POOL_ORDER=order,
+            # fused blocks on the low wires in tile passes (GateFuser::drain) run in parallel too
+            COFACTOR_FUSION_TILE_QUBITS="8",
+            COFACTOR_FUSION_TILE_MIN_QUBITS=str(N),
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", DETERMINISM.format(here=here, seed=seed, out=out)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
+        stats = re.search(r"\((\d+) of (\d+) chunks on workers\)", proc.stderr)
+        assert stats, proc.stderr[-3000:]
+        assert int(stats.group(1)) > 0, stats.group(0)
+        with np.load(out) as data:
+            results[order] = {k: data[k] for k in data.files}
+    for key, value in results["ascending"].items():
+        assert np.array_equal(results["alternating"][key], value), key
 
 
 def test_default_restored_and_clamped(lib):
