@@ -184,9 +184,27 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
 
     # -- indexing ----------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Tracer:
-        from cofactor.tracing.indexing import getitem
-
-        return getitem(self, key)
+        lazy = self._memref
+        if lazy is not None and self._elems is None and type(key) is tuple:
+            # `x[i, j, k]` of a small array in memory with Python ints in range (a gate
+            # angle): its element, loaded once, as indexing's own fast path gives it
+            shape = self._shape
+            if len(key) == len(shape) and shape:
+                flat, size = 0, 1
+                for k, n in zip(key, shape, strict=True):
+                    if type(k) is not int or not -n <= k < n:
+                        break
+                    flat = flat * n + k % n
+                    size *= n
+                else:
+                    if size <= _SMALL_ARRAY_MAX:
+                        scalar = lazy.loaded.get(flat)
+                        if scalar is None:
+                            scalar = _load_one(lazy, shape, self.dtype, flat)
+                        elems = np.empty((), dtype=object)
+                        elems[()] = scalar
+                        return Tracer(elems, self.dtype)
+        return _getitem_function()(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         from cofactor.tracing.indexing import setitem
@@ -369,6 +387,18 @@ def load_elements(
         scalar = loaded.get(flat)
         out[pos] = scalar if scalar is not None else _load_one(lazy, shape, dtype, flat)
     return out
+
+
+#: the largest array whose elements `Tracer.__getitem__` loads one by one itself
+#: (array_loops.ELEMENTWISE_MAX, which imports this module; a test checks they agree)
+_SMALL_ARRAY_MAX = 16
+
+
+@functools.cache
+def _getitem_function() -> Any:
+    from cofactor.tracing.indexing import getitem  # (imports this module)
+
+    return getitem
 
 
 def _load_one(lazy: _LazyMemref, shape: tuple[int, ...], dtype: np.dtype, flat: int) -> Scalar:
