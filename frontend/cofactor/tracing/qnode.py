@@ -170,7 +170,8 @@ class QuantumScope:
             if index > self.max_wire:
                 self.max_wire = index
             value = consts.get(index)
-            if value is None or value.owner.parent_block() is not block:
+            # (`.op.parent`: the block of the constant's op, as `_wire_constant` asks)
+            if value is None or value.op.parent is not block:
                 value = consts[index] = b.const(index, i64)
             out.append(value)
         return out

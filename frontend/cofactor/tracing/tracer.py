@@ -201,9 +201,7 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
                         scalar = lazy.loaded.get(flat)
                         if scalar is None:
                             scalar = _load_one(lazy, shape, self.dtype, flat)
-                        elems = np.empty((), dtype=object)
-                        elems[()] = scalar
-                        return Tracer(elems, self.dtype)
+                        return _scalar_tracer(scalar, self.dtype)
         return _getitem_function()(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -389,6 +387,21 @@ def load_elements(
     return out
 
 
+def _scalar_tracer(scalar: Scalar, dtype: np.dtype) -> Tracer:
+    """`Tracer(<0-d object array of scalar>, dtype)` for a `dtype` that is already a numpy
+    dtype (an element read: once per gate angle)."""
+    elems = np.empty((), dtype=object)
+    elems[()] = scalar
+    t = _new_tracer(Tracer)
+    t.dtype, t._elems, t._memref, t._shape = dtype, elems, None, ()
+    t._group = t._where = None
+    t._region = _REGION[-1]
+    return t
+
+
+_new_tracer = Tracer.__new__
+
+
 #: the largest array whose elements `Tracer.__getitem__` loads one by one itself
 #: (array_loops.ELEMENTWISE_MAX, which imports this module; a test checks they agree)
 _SMALL_ARRAY_MAX = 16
@@ -428,26 +441,30 @@ def _load_one(lazy: _LazyMemref, shape: tuple[int, ...], dtype: np.dtype, flat: 
         consts.clear()
         end = lazy.indices_end = None
 
-    def idx(i: int) -> SSAValue:
+    # the index constants of the element's coordinates (and of its real and imaginary
+    # parts), reused while still in `block` (`.op.parent`: their op's block; they are
+    # results of `arith.constant`s)
+    complex_ = dtype == COMPLEX
+    values = []
+    for i in [*coords, 0, 1] if complex_ else coords:
         value = consts.get(i)
-        if value is None or value.owner.parent is not block:
+        if value is None or value.op.parent is not block:
             op = index_constant_op(i)
             link_op(op, block, top)
             value = consts[i] = op.results[0]
-        return value
-
+        values.append(value)
     ref = lazy.ref
-    ids = [idx(i) for i in coords]
-    if dtype == COMPLEX:
-        ops = [load_op(ref, [*ids, idx(0)]), load_op(ref, [*ids, idx(1)])]
+    if complex_:
+        ids = values[:-2]
+        ops = [load_op(ref, [*ids, values[-2]]), load_op(ref, [*ids, values[-1]])]
     else:
-        ops = [load_op(ref, ids)]
+        ops = [load_op(ref, values)]
     if end is None and consts:  # the first constants: the last one made is the lowest
         end = lazy.indices_end = block.last_op if top is None else top.prev_op
     before = top if end is None else end.next_op
     for op in ops:
         link_op(op, block, before)
-    if dtype == COMPLEX:
+    if complex_:
         scalar = Scalar((ops[0].results[0], ops[1].results[0]), dtype)
     else:
         scalar = Scalar(ops[0].results[0], dtype)
