@@ -410,3 +410,51 @@ def test_link_op_links_as_xdsl_insertion_does():
     region_op = scf.IfOp(made["ours"][0].results[0], [], Region(inner), Region(Block()))
     with pytest.raises(ValueError, match="contained in the operation"):
         link_op(region_op, inner, None)
+
+
+def test_the_small_array_bound_of_tracer_getitem_is_indexing_s():
+    from cofactor.tracing import tracer
+    from cofactor.tracing.array_loops import ELEMENTWISE_MAX
+
+    assert tracer._SMALL_ARRAY_MAX == ELEMENTWISE_MAX
+
+
+@pytest.mark.parametrize("wires", [3, ["a", 7, "c"]])
+def test_the_plain_gate_path_emits_what_the_general_one_does(monkeypatch, wires):
+    from cofactor.tracing import qnode as qnode_module
+
+    labels = list(range(3)) if wires == 3 else wires
+    a, b, c = labels
+
+    def make():
+        @qml.qnode(qml.device("lightning.qubit", wires=wires))
+        def circuit(x):
+            qml.RX(x[0], wires=a)
+            qml.RY(x[1], wires=c)
+            qml.CNOT(wires=[a, b])
+            qml.CZ(wires=[b, c])
+            qml.Toffoli(wires=[a, b, c])
+            qml.adjoint(qml.RX(x[2], wires=b))
+            qml.ctrl(qml.RY(x[1], wires=a), control=c)
+            qml.ctrl(qml.PauliX(b), control=a, control_values=[0])
+            qml.Identity(a)
+            qml.GlobalPhase(x[0])
+            qml.PhaseShift(0.25, wires=b)
+            qml.CRX(x[2], wires=[b, c])
+            qml.Rot(x[0], x[1], 0.5, wires=c)
+            qml.SWAP(wires=[c, a])
+            qml.RX(np.float64(0.75), wires=a)
+            return qml.expval(qml.PauliZ(a) @ qml.PauliX(c))
+
+        return circuit
+
+    spec = [BufferSpec((3,), np.dtype(np.float64))]
+    fast = _trace(make(), spec)
+    monkeypatch.setattr(qnode_module, "_PLAIN_GATE_CLASSES", {})
+    monkeypatch.setattr(qnode_module, "_plain_gate_class", lambda op: 0)
+    general = _trace(make(), spec)
+    assert fast == general
+    x = np.array([0.3, -1.1, 2.0])
+    expected = make()(x)  # PennyLane itself (lightning.qubit)
+    monkeypatch.undo()
+    assert np.isclose(qjit(make())(x), expected)

@@ -61,6 +61,12 @@ def is_dynamic(x: Any) -> bool:
 
 def f64_value(p: Any) -> SSAValue:
     """A scalar gate parameter / coefficient as an f64 SSA value."""
+    if type(p) is Tracer and not p._shape and p.dtype == FLOAT:
+        # (a traced float, as below without the conversions it needs none of: every
+        # angle of a circuit)
+        s = p.elems[()]
+        if type(s) is Scalar and s.dtype == FLOAT:
+            return s.value
     t = as_tracer(p)
     if t.shape != ():
         raise CompileValueError(

@@ -35,6 +35,7 @@ from pennylane.measurements import (
     StateMP,
     VarianceMP,
 )
+from pennylane.wires import Wires
 from xdsl.dialects.builtin import i1, i64
 from xdsl.ir import SSAValue
 
@@ -152,6 +153,32 @@ class QuantumScope:
             self.max_wire = index
         return self._wire_constant(context.current().builder, index)
 
+    def _static_wires(self, b: IRBuilder, labels: tuple) -> list[SSAValue] | None:
+        """`[self.wire(w) for w in labels]` when every label is an int of the device's wire
+        map (one gate's wires, the common case), else None (then `wire` decides each)."""
+        wire_map = self.wire_map
+        if wire_map is None:
+            return None
+        indices = [wire_map.get(w) if type(w) is int else None for w in labels]
+        if None in indices:
+            return None
+        block = b.appending_block
+        if block is None:
+            return [self._wire_constant(b, i) for i in indices]
+        if block is not self._wire_block:
+            self._wire_block, self._wire_consts = block, {}
+        consts = self._wire_consts
+        out = []
+        for index in indices:
+            if index > self.max_wire:
+                self.max_wire = index
+            value = consts.get(index)
+            # (`.op.parent`: the block of the constant's op, as `_wire_constant` asks)
+            if value is None or value.op.parent is not block:
+                value = consts[index] = b.const(index, i64)
+            out.append(value)
+        return out
+
     def _wire_constant(self, b: IRBuilder, index: int) -> SSAValue:
         """One constant per wire and block: a long circuit would otherwise carry a constant
         per gate operand through every stage. Reused only while ops are appended at the end
@@ -214,6 +241,34 @@ class QuantumScope:
         name = op.name
         if name == "Snapshot":  # Catalyst: the QNode returns (states, results)
             self.snapshots.append(observable_probs.snapshot_state(self, op))
+        plain = _PLAIN_GATE_CLASSES.get(type(op))
+        if plain is None:
+            plain = _plain_gate_class(op)
+        if (
+            plain
+            and not ctrl[0]
+            and not ctrl[1]
+            and name in runtime_gates()
+            and name not in _SPECIAL_GATES
+        ):
+            # (the common gate of a circuit, as below without the checks its class has
+            # answered once: a long circuit asks them of every gate)
+            if plain == _CONTROLLED:  # (CNOT, CZ, Toffoli, ...: one gate, as below)
+                wires, base_wires = op.control_wires, op.target_wires
+                labels = (
+                    wires.labels + base_wires.labels
+                    if type(wires) is Wires and type(base_wires) is Wires
+                    else None
+                )
+            else:
+                wires = op.wires
+                labels = wires.labels if type(wires) is Wires else None
+            target = None if labels is None else self._static_wires(b, labels)
+            if target is not None:
+                params = [_f64(p) for p in op.parameters] if op.data else []
+                attrs = _gate_attrs(name, len(params), len(target), adjoint, ())
+                b.insert(generic_op("quantum.gate", [*params, *target], [], attrs))
+                return None
         if name in SKIPPED_OPS:
             if self.num_qubits is None:  # its wires are still the circuit's (tape.wires)
                 for w in op.wires:
@@ -424,6 +479,31 @@ def _gate_attrs(
     """The attributes of a `quantum.gate` (immutable attributes, built once per kind of
     gate; a fresh dict per op)."""
     return dict(_gate_attr_items(name, num_params, num_wires, adjoint, ctrl_values))
+
+
+#: gates `emit_operation` writes out itself, whatever their class
+_SPECIAL_GATES = frozenset({"QubitUnitary", "PauliRot", "GlobalPhase", *SKIPPED_OPS})
+
+#: operator class -> whether an operator of it is emitted as the gate its name says (no
+#: Adjoint/Controlled wrapper, no `cofactor_emit`, no custom shift rule): asked once per class
+_PLAIN_GATE_CLASSES: dict[type, int] = {}
+_PLAIN, _CONTROLLED = 1, 2  # (a Controlled one: its wires are its controls', its base's)
+
+
+def _plain_gate_class(op: qml.operation.Operator) -> int:
+    cls = type(op)
+    kind = wrapper_kind(op)
+    plain = (
+        kind is not qml.ops.Adjoint
+        and not hasattr(cls, "cofactor_emit")
+        # (an instance could answer `hasattr(op, "cofactor_emit")` through __getattr__)
+        and not hasattr(cls, "__getattr__")
+        and not custom_shift_rule(cls)
+    )
+    answer = _PLAIN_GATE_CLASSES[cls] = (
+        0 if not plain else _CONTROLLED if kind is qml.ops.Controlled else _PLAIN
+    )
+    return answer
 
 
 #: what a class of queued object is (bits): an operator, a mid-circuit operator (a

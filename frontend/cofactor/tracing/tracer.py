@@ -184,9 +184,25 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
 
     # -- indexing ----------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Tracer:
-        from cofactor.tracing.indexing import getitem
-
-        return getitem(self, key)
+        lazy = self._memref
+        if lazy is not None and self._elems is None and type(key) is tuple:
+            # `x[i, j, k]` of a small array in memory with Python ints in range (a gate
+            # angle): its element, loaded once, as indexing's own fast path gives it
+            shape = self._shape
+            if len(key) == len(shape) and shape:
+                flat, size = 0, 1
+                for k, n in zip(key, shape, strict=True):
+                    if type(k) is not int or not -n <= k < n:
+                        break
+                    flat = flat * n + k % n
+                    size *= n
+                else:
+                    if size <= _SMALL_ARRAY_MAX:
+                        scalar = lazy.loaded.get(flat)
+                        if scalar is None:
+                            scalar = _load_one(lazy, shape, self.dtype, flat)
+                        return _scalar_tracer(scalar, self.dtype)
+        return _getitem_function()(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         from cofactor.tracing.indexing import setitem
@@ -371,6 +387,33 @@ def load_elements(
     return out
 
 
+def _scalar_tracer(scalar: Scalar, dtype: np.dtype) -> Tracer:
+    """`Tracer(<0-d object array of scalar>, dtype)` for a `dtype` that is already a numpy
+    dtype (an element read: once per gate angle)."""
+    elems = np.empty((), dtype=object)
+    elems[()] = scalar
+    t = _new_tracer(Tracer)
+    t.dtype, t._elems, t._memref, t._shape = dtype, elems, None, ()
+    t._group = t._where = None
+    t._region = _REGION[-1]
+    return t
+
+
+_new_tracer = Tracer.__new__
+
+
+#: the largest array whose elements `Tracer.__getitem__` loads one by one itself
+#: (array_loops.ELEMENTWISE_MAX, which imports this module; a test checks they agree)
+_SMALL_ARRAY_MAX = 16
+
+
+@functools.cache
+def _getitem_function() -> Any:
+    from cofactor.tracing.indexing import getitem  # (imports this module)
+
+    return getitem
+
+
 def _load_one(lazy: _LazyMemref, shape: tuple[int, ...], dtype: np.dtype, flat: int) -> Scalar:
     """The load of the element at row-major position `flat` (a complex one: its real, then
     imaginary part), right after the memref's anchor, so that it dominates every later use.
@@ -398,26 +441,30 @@ def _load_one(lazy: _LazyMemref, shape: tuple[int, ...], dtype: np.dtype, flat: 
         consts.clear()
         end = lazy.indices_end = None
 
-    def idx(i: int) -> SSAValue:
+    # the index constants of the element's coordinates (and of its real and imaginary
+    # parts), reused while still in `block` (`.op.parent`: their op's block; they are
+    # results of `arith.constant`s)
+    complex_ = dtype == COMPLEX
+    values = []
+    for i in [*coords, 0, 1] if complex_ else coords:
         value = consts.get(i)
-        if value is None or value.owner.parent is not block:
+        if value is None or value.op.parent is not block:
             op = index_constant_op(i)
             link_op(op, block, top)
             value = consts[i] = op.results[0]
-        return value
-
+        values.append(value)
     ref = lazy.ref
-    ids = [idx(i) for i in coords]
-    if dtype == COMPLEX:
-        ops = [load_op(ref, [*ids, idx(0)]), load_op(ref, [*ids, idx(1)])]
+    if complex_:
+        ids = values[:-2]
+        ops = [load_op(ref, [*ids, values[-2]]), load_op(ref, [*ids, values[-1]])]
     else:
-        ops = [load_op(ref, ids)]
+        ops = [load_op(ref, values)]
     if end is None and consts:  # the first constants: the last one made is the lowest
         end = lazy.indices_end = block.last_op if top is None else top.prev_op
     before = top if end is None else end.next_op
     for op in ops:
         link_op(op, block, before)
-    if dtype == COMPLEX:
+    if complex_:
         scalar = Scalar((ops[0].results[0], ops[1].results[0]), dtype)
     else:
         scalar = Scalar(ops[0].results[0], dtype)
