@@ -114,7 +114,7 @@ def call_qnode(qnode: Any, args: tuple, kwargs: dict) -> Any:
     key = (id(qnode), tree, specs, static, differentiated)
     entry = ctx.functions.get(key)
     if entry is None:
-        from cofactor.tracing.mcm import emit_for_mcm_method
+        from cofactor.tracing.one_shot import emit_for_mcm_method
 
         entry = emit_for_mcm_method(_emit_qnode_function, qnode, tree, leaves, specs, cells)
         ctx.functions[key] = entry
@@ -124,7 +124,7 @@ def call_qnode(qnode: Any, args: tuple, kwargs: dict) -> Any:
         check_differentiable(info)
     dyn = [*dynamic, *captured]
     if info.one_shot_shots:  # mcm_method="one-shot": a loop over shots around the circuit
-        from cofactor.tracing.mcm import call_one_shot
+        from cofactor.tracing.one_shot import call_one_shot
 
         result = call_one_shot(name, dyn, out_tree, out_leaves, info)
     else:
@@ -154,6 +154,7 @@ def _emit_qnode_function(
     one_shot: bool = False,
 ) -> tuple[str, Any, list[Any]]:
     from cofactor.tracing import mcm, transforms
+    from cofactor.tracing.one_shot import discards_invalid_shots
 
     ctx = context.current()
     b = ctx.builder
@@ -163,7 +164,7 @@ def _emit_qnode_function(
     in_types = [memref_type(s.shape, s.dtype) for s in specs]
     block = Block(arg_types=in_types)
     scope = _circuit_scope(qnode, num_qubits, wire_map, shots, one_shot)
-    scope.discard_invalid = one_shot and mcm.discards_invalid_shots(qnode)
+    scope.discard_invalid = one_shot and discards_invalid_shots(qnode)
     outer_values: list[Any] = []
     ctx.quantum, ctx.has_quantum = scope, True
     b.push(block)

@@ -585,7 +585,8 @@ def measure(wires: Any, reset: bool = False, postselect: int | None = None) -> T
     scope.flush()
     scope.has_mcm = True
     b = ctx.builder
-    from cofactor.tracing.mcm import MeasuredBool, record_validity
+    from cofactor.tracing.mcm import MeasuredBool
+    from cofactor.tracing.one_shot import record_validity
 
     discard = postselect is not None and scope.discard_invalid
     forced = -1 if postselect is None or discard else postselect
