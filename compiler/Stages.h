@@ -18,6 +18,7 @@
 namespace llvm {
 class LLVMContext;
 class Module;
+class PassPlugin;
 } // namespace llvm
 
 namespace cofactor::compiler {
@@ -42,6 +43,11 @@ bool needsEnzyme(const llvm::Module &module);
 /// Loads the Enzyme plugin from the checked descriptor `fd` unless it is loaded already
 /// (once per process; the descriptor is not closed here).
 bool ensureEnzymeLoaded(int fd, std::string &error);
+
+/// Points the loaded Enzyme plugin's calls of `extractBLAS` at a function that answers
+/// "not a BLAS routine" (EnzymeBlas.cpp), when the plugin is the pinned build; returns
+/// whether it did.
+bool skipBlasNames(const llvm::PassPlugin &plugin);
 
 /// The top-level elements of a textual new-PM pipeline ("a,function(b,c),d" -> "a",
 /// "function(b,c)", "d").
