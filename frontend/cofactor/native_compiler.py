@@ -8,8 +8,9 @@ library is loaded once per process (in the background from `import cofactor`, `p
 calls are serialized (ctypes releases the GIL meanwhile).
 
 The Enzyme plugin is checked (`toolchain.open_enzyme`) every time a module needs it, as for
-the subprocess pipeline; the library loads it from the checked descriptor once per process.
-A plugin other than the one loaded cannot replace it in the same process.
+the subprocess pipeline; the library loads it from the checked descriptor once per process,
+ahead of the compile when a classical function's gradient is traced (`prepare_enzyme`). A
+plugin other than the one loaded cannot replace it in the same process.
 """
 
 from __future__ import annotations
