@@ -215,8 +215,13 @@ void installFatalErrorHandler() {
 
 extern "C" void cofactor_compiler_warm_up(void) {
   installFatalErrorHandler();
+  // Under the compile lock: a compile that another thread starts meanwhile waits, so that
+  // what is prepared here (a context, a code-generation pipeline) never races with it (lld
+  // resets LLVM's options at each link).
+  std::lock_guard<std::mutex> guard(compileLock);
   initializeLowering();
   initializeCodeGen();
+  prepareCodeGen();
 }
 
 extern "C" int cofactor_compiler_load_enzyme(cofactor_open_plugin_fn open_plugin) {

@@ -27,6 +27,9 @@ namespace cofactor::compiler {
 /// can take it off the first compile. Safe to call more than once and from any thread.
 void initializeLowering();
 void initializeCodeGen();
+/// The -O2 code-generation pipeline (target machine and passes) built ahead for the first
+/// compile that needs it (CodeGen.cpp); called by the preloading thread only.
+void prepareCodeGen();
 
 /// cofactor-opt + mlir-translate: parse `mlir`, run `pipeline` (implicit nesting, as
 /// cofactor-opt does with one flag per pass) and translate to LLVM IR in `llvmContext`.
