@@ -215,8 +215,35 @@ void installFatalErrorHandler() {
 
 extern "C" void cofactor_compiler_warm_up(void) {
   installFatalErrorHandler();
+  // Under the compile lock: a compile that another thread starts meanwhile waits, so that
+  // what is prepared here (a context, a code-generation pipeline) never races with it (lld
+  // resets LLVM's options at each link).
+  std::lock_guard<std::mutex> guard(compileLock);
   initializeLowering();
   initializeCodeGen();
+  prepareCodeGen();
+}
+
+extern "C" int cofactor_compiler_load_enzyme(cofactor_open_plugin_fn open_plugin) {
+  installFatalErrorHandler();
+  std::lock_guard<std::mutex> guard(compileLock);
+  int status = 1;
+  std::jmp_buf jump;
+  if (setjmp(jump) != 0) {
+    fatalJump = nullptr;
+    return 1;  // a fatal LLVM error: the compile that needs the plugin reports its own
+  }
+  fatalJump = &jump;
+  llvm::CrashRecoveryContext::Enable();
+  llvm::CrashRecoveryContext recovery;
+  bool survived = recovery.RunSafely([&] {
+    int fd = open_plugin ? open_plugin() : -1;
+    std::string error;
+    status = fd >= 0 && ensureEnzymeLoaded(fd, error) ? 0 : 1;
+  });
+  llvm::CrashRecoveryContext::Disable();
+  fatalJump = nullptr;
+  return survived ? status : 2;
 }
 
 extern "C" int cofactor_compile(const cofactor_compile_request *request,
@@ -263,4 +290,4 @@ extern "C" void cofactor_free_result(cofactor_compile_result *result) {
   }
 }
 
-extern "C" int cofactor_compiler_abi_version(void) { return 4; }
+extern "C" int cofactor_compiler_abi_version(void) { return 5; }

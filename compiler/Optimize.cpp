@@ -15,6 +15,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -118,6 +120,10 @@ bool ensureEnzymeLoaded(int fd, std::string &error) {
     return false;
   }
   enzyme.emplace(*plugin);
+  // EnzymeBlas.cpp; COFACTOR_COMPILER_KEEP_BLAS=1 keeps Enzyme's own (A/B comparisons).
+  const char *keep = std::getenv("COFACTOR_COMPILER_KEEP_BLAS");
+  if (!keep || std::strcmp(keep, "1") != 0)
+    skipBlasNames(*enzyme);
   return true;
 }
 

@@ -18,6 +18,7 @@
 namespace llvm {
 class LLVMContext;
 class Module;
+class PassPlugin;
 } // namespace llvm
 
 namespace cofactor::compiler {
@@ -26,6 +27,9 @@ namespace cofactor::compiler {
 /// can take it off the first compile. Safe to call more than once and from any thread.
 void initializeLowering();
 void initializeCodeGen();
+/// The -O2 code-generation pipeline (target machine and passes) built ahead for the first
+/// compile that needs it (CodeGen.cpp); called by the preloading thread only.
+void prepareCodeGen();
 
 /// cofactor-opt + mlir-translate: parse `mlir`, run `pipeline` (implicit nesting, as
 /// cofactor-opt does with one flag per pass) and translate to LLVM IR in `llvmContext`.
@@ -42,6 +46,11 @@ bool needsEnzyme(const llvm::Module &module);
 /// Loads the Enzyme plugin from the checked descriptor `fd` unless it is loaded already
 /// (once per process; the descriptor is not closed here).
 bool ensureEnzymeLoaded(int fd, std::string &error);
+
+/// Points the loaded Enzyme plugin's calls of `extractBLAS` at a function that answers
+/// "not a BLAS routine" (EnzymeBlas.cpp), when the plugin is the pinned build; returns
+/// whether it did.
+bool skipBlasNames(const llvm::PassPlugin &plugin);
 
 /// The top-level elements of a textual new-PM pipeline ("a,function(b,c),d" -> "a",
 /// "function(b,c)", "d").

@@ -117,7 +117,7 @@ PLAIN_PIPELINE = OPTIMIZE_PIPELINE
 LLC_FLAGS: tuple[str, ...] = ("-O2", "-combiner-store-merging=false")
 
 #: Bumped whenever the driver changes what it produces from the same IR.
-DRIVER_VERSION = "6"
+DRIVER_VERSION = "7"
 
 STAGE_FILES = {
     "mlir": "module.mlir",

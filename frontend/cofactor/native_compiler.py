@@ -8,8 +8,9 @@ library is loaded once per process (in the background from `import cofactor`, `p
 calls are serialized (ctypes releases the GIL meanwhile).
 
 The Enzyme plugin is checked (`toolchain.open_enzyme`) every time a module needs it, as for
-the subprocess pipeline; the library loads it from the checked descriptor once per process.
-A plugin other than the one loaded cannot replace it in the same process.
+the subprocess pipeline; the library loads it from the checked descriptor once per process,
+ahead of the compile when a classical function's gradient is traced (`prepare_enzyme`). A
+plugin other than the one loaded cannot replace it in the same process.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 from cofactor import enzyme_plugin, toolchain
 from cofactor.errors import CompileError, ToolchainNotFoundError
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 #: The stages the library times, in order (cofactor_compile_result.ms): "lower" is the MLIR
 #: passes and the translation, "stage_texts" the printing of the texts when asked for; then
 #: the parts of "opt": "opt.plugin" opening (checking) and loading the Enzyme plugin,
@@ -101,9 +102,9 @@ def _open_library() -> ctypes.CDLL:
     path = toolchain.find("compiler")
     lib = ctypes.CDLL(str(path))
     lib.cofactor_compiler_abi_version.restype = ctypes.c_int
-    if (got := lib.cofactor_compiler_abi_version()) != ABI_VERSION or not hasattr(
-        lib, "cofactor_compiler_warm_up"
-    ):
+    entries = ("cofactor_compiler_warm_up", "cofactor_compiler_load_enzyme")
+    got = lib.cofactor_compiler_abi_version()
+    if got != ABI_VERSION or not all(hasattr(lib, name) for name in entries):
         raise ToolchainNotFoundError(
             f"{path} has ABI version {got}, not {ABI_VERSION}: rebuild it (`make setup`)"
         )
@@ -113,6 +114,8 @@ def _open_library() -> ctypes.CDLL:
     lib.cofactor_free_result.restype = None
     lib.cofactor_compiler_warm_up.argtypes = []
     lib.cofactor_compiler_warm_up.restype = None
+    lib.cofactor_compiler_load_enzyme.argtypes = [_OPEN_PLUGIN]
+    lib.cofactor_compiler_load_enzyme.restype = ctypes.c_int
     return lib
 
 
@@ -173,6 +176,46 @@ def _check_plugin() -> None:
         pass
 
 
+#: The thread that loads the Enzyme plugin while a differentiated function is traced.
+_enzyme_thread: threading.Thread | None = None
+
+
+def prepare_enzyme() -> None:
+    """Load the Enzyme plugin into the library in a thread, once per process, while the
+    program that will need it is traced (the differentiation of a function that is not a
+    QNode: Enzyme differentiates its classical code): checking and loading its 9 MB (its
+    relocations, its options, the first touch of its pages: 1.8 M instructions, 2-9 ms of
+    a first compile under load) then overlaps the tracing instead of delaying the compile.
+    The load holds the library's lock, so it never runs beside a compile. A failure is
+    left for the compile that needs the plugin to report; with COFACTOR_PRELOAD=0, or when
+    the library is not used, nothing is done ahead."""
+    global _enzyme_thread
+    if os.environ.get(PRELOAD_ENV, "1") == "0" or _crashed is not None:
+        return
+    if os.environ.get("COFACTOR_PIPELINE", "").strip().lower() == "subprocess":
+        return
+    with _ahead_lock:
+        if _enzyme_thread is None:
+            _enzyme_thread = threading.Thread(target=_load_enzyme, name="cofactor-enzyme")
+            _enzyme_thread.start()
+
+
+def _load_enzyme() -> None:
+    global _crashed
+    try:
+        lib = _library()
+    except (ToolchainNotFoundError, OSError):
+        return
+    opener = _PluginOpener()
+    try:
+        with _compile_lock:
+            status = lib.cofactor_compiler_load_enzyme(opener.callback)
+    finally:
+        opener.close()
+    if status == 2:
+        _crashed = "loading the Enzyme plugin crashed"
+
+
 def _wait_for_plugin_check() -> None:
     thread = _ahead_thread
     if thread is not None and thread is not threading.current_thread():
@@ -185,8 +228,9 @@ _compile_lock = threading.Lock()
 
 
 def _before_fork() -> None:
-    if _preload_thread is not None and _preload_thread is not threading.current_thread():
-        _preload_thread.join()
+    for thread in (_preload_thread, _enzyme_thread):
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
     _wait_for_plugin_check()
     _compile_lock.acquire()
 

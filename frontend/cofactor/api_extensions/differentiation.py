@@ -31,10 +31,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pennylane as qml
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, SymbolRefAttr, f64, i64
 from xdsl.ir import Block, SSAValue
 
+from cofactor import native_compiler
 from cofactor.api_extensions.diff_function import (
     buffers_of,
     check_method,
@@ -117,6 +119,9 @@ class _Request:
                     )
                 self.diff.append(i)
         args_tree = ("tuple", tuple(self.arg_trees))
+        if self.method == "auto" and not isinstance(fn, qml.QNode):
+            # Enzyme will differentiate classical code: its plugin loads while this traces
+            native_compiler.prepare_enzyme()
         self.traced = trace_function(fn, args_tree, tracers, self.method, what)
         self.inputs = [*tracers, *self.traced.captured]
         self._in_refs: list[SSAValue] | None = None
