@@ -20,9 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import arith, func, scf
+from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import ArrayAttr, StringAttr, i1, i64
-from xdsl.ir import Block, Region
 
 from cofactor.errors import CompileError
 from cofactor.ir.builder import memref_type
@@ -40,6 +39,7 @@ from cofactor.tracing.numpy_rules import (
     cast_tracer,
     scalar_ufunc,
 )
+from cofactor.tracing.runtime_errors import call_if
 from cofactor.tracing.tracer import BOOL, COMPLEX, INT, Scalar, Tracer, _load_one, load_elements
 
 #: the runtime function compiled code calls on an out-of-range traced index
@@ -83,17 +83,7 @@ def checked_index(index: Any, size: int, axis: int) -> Scalar:
     # one unsigned comparison covers both j < 0 and j >= size
     ok = b.cmpi("ult", j.value, b.const(size, i64))
     bad = b.binary(arith.XOrIOp, ok, b.const(True, i1))
-    then_block = Block()
-    b.push(then_block)
-    try:
-        b.call(_index_error_fn(ctx), [i.value, b.const(axis, i64), b.const(size, i64)])
-        b.insert(scf.YieldOp())
-    finally:
-        b.pop()
-    else_block = Block()
-    else_block.add_op(scf.YieldOp())
-    b.insert(scf.IfOp(bad, [], Region(then_block), Region(else_block)))
-    ctx.runtime_checks = True
+    call_if(bad, _index_error_fn(ctx), [i.value, b.const(axis, i64), b.const(size, i64)])
     return Scalar(b.select(ok, j.value, b.const(0, i64)), INT)
 
 

@@ -33,12 +33,19 @@ _CODES = {kind: FIRST_COMPILED_CODE + i for i, kind in enumerate(COMPILED_CODE_E
 def report_if(bad: Any, kind: str) -> None:
     """Emits `if bad: cf_rt_report_error(code of kind, NULL)` at the insertion point
     (`bad` is an i1 value)."""
+    b = context.current().builder
+    call_if(bad, _report_fn(context.current()), [b.const(_CODES[kind], i64), b.const(0, i64)])
+
+
+def call_if(bad: Any, fn: str, args: list[Any]) -> None:
+    """Emits `if bad: fn(*args)` (a runtime function that records an error) at the
+    insertion point, and marks the module as one whose calls check the runtime's error slot."""
     ctx = context.current()
     b = ctx.builder
     then_block = Block()
     b.push(then_block)
     try:
-        b.call(_report_fn(ctx), [b.const(_CODES[kind], i64), b.const(0, i64)])
+        b.call(fn, args)
         b.insert(scf.YieldOp())
     finally:
         b.pop()
