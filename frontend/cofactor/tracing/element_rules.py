@@ -74,15 +74,32 @@ def _floordiv(b, k, x, y):
     if k == "f":
         return b.math(math.FloorOp, b.binary(arith.DivfOp, x, y))
     # Python semantics: round towards minus infinity.
-    q = b.binary(arith.DivSIOp, x, y)
-    r = b.binary(arith.RemSIOp, x, y)
+    by_zero, safe = _safe_divisor(b, x, y)
+    q = b.binary(arith.DivSIOp, x, safe)
+    r = b.binary(arith.RemSIOp, x, safe)
     zero, one = b.const(0, i64), b.const(1, i64)
     adjust = b.binary(
         arith.AndIOp,
         b.cmpi("ne", r, zero),
         b.cmpi("ne", b.cmpi("slt", r, zero), b.cmpi("slt", y, zero)),
     )
-    return b.select(adjust, b.binary(arith.SubiOp, q, one), q)
+    return b.select(by_zero, zero, b.select(adjust, b.binary(arith.SubiOp, q, one), q))
+
+
+def _safe_divisor(b, x, y):
+    """numpy's integer `//` and `%` give 0 for a zero divisor and wrap INT64_MIN // -1 to
+    INT64_MIN (with a RuntimeWarning), where the machine's division traps (SIGFPE, which
+    would kill Python). Returns (y == 0, a divisor that cannot trap: 1 in both cases;
+    x // 1 is x, which is numpy's wrapped INT64_MIN, and x % 1 is 0, numpy's remainder)."""
+    zero = b.const(0, i64)
+    by_zero = b.cmpi("eq", y, zero)
+    overflow = b.binary(
+        arith.AndIOp,
+        b.cmpi("eq", x, b.const(-(2**63), i64)),
+        b.cmpi("eq", y, b.const(-1, i64)),
+    )
+    trap = b.binary(arith.OrIOp, by_zero, overflow)
+    return by_zero, b.select(trap, b.const(1, i64), y)
 
 
 def _mod(b, k, x, y):
@@ -95,7 +112,8 @@ def _mod(b, k, x, y):
             b.cmpi("ne", b.cmpf("olt", r, zero), b.cmpf("olt", y, zero)),
         )
         return b.select(adjust, b.binary(arith.AddfOp, r, y), r)
-    r = b.binary(arith.RemSIOp, x, y)
+    _, safe = _safe_divisor(b, x, y)  # (a zero divisor: x % 1 is numpy's 0)
+    r = b.binary(arith.RemSIOp, x, safe)
     zero = b.const(0, i64)
     adjust = b.binary(
         arith.AndIOp,
