@@ -182,6 +182,7 @@ FIRST_COMPILED_CODE = 100
 COMPILED_CODE_ERRORS: dict[str, tuple[type[Exception], str]] = {
     "negative_int_power": (ValueError, "Integers to negative integer powers are not allowed."),
     "basis_state_bits": (ValueError, "Basis state must only consist of 0s and 1s"),
+    "range_step_zero": (ValueError, "for_loop step must not be zero (range() arg 3)"),
 }
 
 

@@ -24,7 +24,8 @@ from cofactor.api_extensions import hybrid
 from cofactor.errors import CompileError, CompileTypeError
 from cofactor.ir.builder import INDEX, scalar_type
 from cofactor.tracing import aliasing, context, interrupts, pytree
-from cofactor.tracing.numpy_rules import as_tracer, cast_tracer, scalar_ufunc
+from cofactor.tracing.numpy_rules import as_scalar, as_tracer, cast_tracer, scalar_ufunc
+from cofactor.tracing.runtime_errors import report_if
 from cofactor.tracing.tracer import BOOL, COMPLEX, INT, Scalar, Tracer, normalize_dtype
 
 
@@ -161,6 +162,15 @@ def _index_value(x: Any) -> SSAValue:
     return b.index(int(x))
 
 
+def _as_int(x: Any) -> Tracer:
+    """A loop bound as a traced int64 scalar (a traced float is truncated, as `_index_value`
+    does)."""
+    t = cast_tracer(as_tracer(x), INT)
+    if t.shape != ():
+        raise CompileError("loop bounds must be scalars")
+    return t
+
+
 def _traced_for(lower: Any, upper: Any, step: Any, body: Callable, init: tuple) -> Any:
     ctx = context.current()
     b = ctx.builder
@@ -168,23 +178,29 @@ def _traced_for(lower: Any, upper: Any, step: Any, body: Callable, init: tuple) 
     static_step = not isinstance(step, Tracer | Scalar)
     if static_step and int(step) == 0:
         raise CompileError("for_loop step must not be zero")
-    reverse = static_step and int(step) < 0
-    if reverse:
-        # iterate k = 0 .. ceil((lower - upper) / -step) and compute i = lower + k * step
-        lo = as_tracer(lower)
-        trip = np.maximum((lo - upper + (-int(step) - 1)) // (-int(step)), 0)
+    # A negative step, or a traced one (either sign, known only at run time), counts
+    # k = 0 .. len(range(lower, upper, step)) and computes i = lower + k * step: the loop
+    # below only counts up.
+    counted = not static_step or int(step) < 0
+    if counted:
+        lo, hi = (_as_int(v) for v in (lower, upper))
+        st_value = int(step) if static_step else _as_int(step)
+        if not static_step:
+            # (range()'s ValueError, raised when the call returns; the loop runs 0 times)
+            report_if(as_scalar(st_value == 0).value, "range_step_zero")
+        trip = np.maximum(-((lo - hi) // st_value), 0)  # ceil((hi - lo) / step), both signs
         lb, ub, st = b.index(0), _index_value(trip), b.index(1)
     else:
         lb, ub, st = _index_value(lower), _index_value(upper), _index_value(step)
     block = Block(arg_types=[INDEX, *carry.types()])
     with traced_region(block) as flush:
         iv = Tracer.scalar(b.from_index(block.args[0]), INT)
-        if reverse:
+        if counted:
             iv = as_tracer(
                 scalar_ufunc(
                     np.add,
-                    as_tracer(lower).elems[()],
-                    scalar_ufunc(np.multiply, iv.elems[()], int(step)),
+                    lo.elems[()],
+                    scalar_ufunc(np.multiply, iv.elems[()], as_tracer(st_value).elems[()]),
                 )
             )
         state = carry.rebuild(list(block.args[1:]))
