@@ -1,0 +1,83 @@
+"""Numbers and crashes found by adversarial sweeps against numpy / Python (session 12):
+integer division by zero (the machine's division traps: SIGFPE killed Python), and
+`for_loop` with a traced step (a negative one ran zero times; zero hung)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import cofactor
+from cofactor import for_loop
+
+pytestmark = pytest.mark.needs_toolchain
+
+
+def run_isolated(source: str) -> str:
+    """Runs `source` in a fresh interpreter; fails on a crash or an exception."""
+    env = dict(os.environ)
+    frontend = str(Path(cofactor.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([frontend, env.get("PYTHONPATH", "")])
+    prelude = "import numpy as np, cofactor\n"
+    run = subprocess.run(
+        [sys.executable, "-c", prelude + textwrap.dedent(source)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, f"exit status {run.returncode}\n{run.stdout}\n{run.stderr}"
+    return run.stdout
+
+
+def test_integer_division_by_zero_is_numpys_zero_not_a_crash():
+    # in a subprocess: a regression is SIGFPE, which would end the test run
+    out = run_isolated(
+        """
+        import warnings
+        warnings.simplefilter("ignore")
+        a = np.array([7, -7, 5, np.iinfo(np.int64).min])
+        b = np.array([0, 0, -2, -1])
+        ops = [lambda a, b: a // b, lambda a, b: a % b, lambda a, b: np.floor_divide(a, b),
+               lambda a, b: np.remainder(a, b)]
+        for op in ops:
+            assert np.array_equal(cofactor.qjit(op)(a, b), op(a, b)), op(a, b)
+        big_a, big_b = np.arange(-10, 10), np.array([0, 3, -3, 0, 1] * 4)  # the loop path
+        assert np.array_equal(cofactor.qjit(lambda a, b: a // b)(big_a, big_b), big_a // big_b)
+        assert np.array_equal(cofactor.qjit(lambda a, b: a % b)(big_a, big_b), big_a % big_b)
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"
+
+
+def _loop(x, lo, hi, step):
+    @for_loop(lo, hi, step)
+    def body(i, acc):
+        return acc * 1.5 + i
+
+    return body(x)
+
+
+def _python(x, lo, hi, step):
+    for i in range(lo, hi, step):
+        x = x * 1.5 + i
+    return x
+
+
+def test_for_loop_with_traced_bounds_and_step_follows_range():
+    compiled = cofactor.qjit(_loop)
+    for lo, hi, step in itertools.product([-4, 0, 7], [-5, 0, 8], [-3, -1, 1, 5]):
+        assert compiled(0.25, lo, hi, step) == _python(0.25, lo, hi, step), (lo, hi, step)
+    assert compiled.compile_count == 1
+
+
+def test_for_loop_traced_zero_step_raises_range_error():
+    with pytest.raises(ValueError, match="step must not be zero"):
+        cofactor.qjit(_loop)(0.25, 0, 3, 0)
