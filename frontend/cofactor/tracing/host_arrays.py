@@ -233,7 +233,10 @@ def _check_complex(value: Any, dtype: np.dtype) -> None:
 # ----------------------------------------------------------------------------------------
 # the constructors
 # ----------------------------------------------------------------------------------------
-def make_constructor(original: Callable) -> Callable:
+def make_constructor(original: Callable, plain: bool = False) -> Callable:
+    """`original` (numpy's constructor, or with `plain` PennyLane's autograd one, whose
+    `tensor` result is taken as the ndarray it wraps) making a HostArray when the program
+    calls it while it is traced."""
     name = getattr(original, "__name__", "")
     fill_position = 1 if name in ("full", "full_like") else None
 
@@ -246,8 +249,11 @@ def make_constructor(original: Callable) -> Callable:
             fill = args[fill_position] if len(args) > fill_position else kwargs.get("fill_value")
             dtype = args[2] if len(args) > 2 else kwargs.get("dtype")
             if _is_traced(fill) and (dtype is None or np.dtype(dtype) in _SUPPORTED):
+                kwargs.pop("requires_grad", None)  # (PennyLane's numpy)
                 return _traced_full(name, *args, **kwargs)  # a traced array
         out = original(*map(_unwrap, args), **kwargs)
+        if plain and isinstance(out, np.ndarray):
+            out = out.view(np.ndarray)
         return HostArray(out) if type(out) is np.ndarray and out.dtype in _SUPPORTED else out
 
     constructor.__name__ = getattr(original, "__name__", "constructor")

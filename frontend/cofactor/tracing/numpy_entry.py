@@ -124,6 +124,7 @@ def capture_numpy_constructors() -> Iterator[None]:
     and PennyLane's `like="jax"` arrays are numpy's."""
     import autoray.autoray
 
+    from cofactor.tracing import pennylane_numpy
     from cofactor.tracing.host_arrays import CONSTRUCTORS, make_constructor
 
     replaced = [
@@ -133,6 +134,8 @@ def capture_numpy_constructors() -> Iterator[None]:
         (autoray.autoray, "get_lib_fn", _make_get_lib_fn),
         # np.zeros(n) & co. in the program: arrays that take traced values (host_arrays.py)
         *[(np, name, make_constructor) for name in CONSTRUCTORS],
+        # `from pennylane import numpy as np` (its tensors and autograd's concatenate)
+        *pennylane_numpy.intercepted(),
     ]
     with context.intercepts(replaced):
         yield
