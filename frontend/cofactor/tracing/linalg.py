@@ -77,7 +77,9 @@ def _inner(a, b):
 
 
 def _vdot(a, b):
-    return _wrap(np.vdot(np.conjugate(as_tracer(a)).elems, _as_elems(b)))
+    # (numpy's vdot conjugates the first operand's elements itself, object arrays too:
+    # conjugating them here as well gave sum(a * b) for complex `a`)
+    return _wrap(np.vdot(_as_elems(a), _as_elems(b)))
 
 
 def _abs(t: Tracer) -> Tracer:
