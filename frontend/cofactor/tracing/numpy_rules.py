@@ -286,7 +286,8 @@ def _reduce_axes(fn: np.ufunc, elems: np.ndarray, axis: Any, keepdims: bool) -> 
 
 
 def _argext(pred: np.ufunc):
-    """argmax/argmin, flattened or along an axis (first occurrence wins, as in numpy)."""
+    """argmax/argmin, flattened or along an axis (first occurrence wins, as in numpy; so
+    does the first NaN)."""
 
     def rule(a, axis=None, out=None, *, keepdims=False):
         t = as_tracer(a)
@@ -295,7 +296,17 @@ def _argext(pred: np.ufunc):
         elems = t.elems.reshape(-1) if axis is None else np.moveaxis(t.elems, axis, -1)
         if elems.shape[-1] == 0:
             raise CompileValueError("numpy.argmax/argmin of an empty sequence")
-        better_than = np.frompyfunc(lambda x, y: scalar_ufunc(pred, x, y), 2, 1)
+        if t.dtype.kind == "f":
+            # numpy: the first NaN wins (a NaN compares false with everything)
+            def better_than_scalar(x, y):
+                nan_x = scalar_ufunc(np.not_equal, x, x)
+                not_nan_y = scalar_ufunc(np.equal, y, y)
+                first_nan = scalar_ufunc(np.logical_and, nan_x, not_nan_y)
+                return scalar_ufunc(np.logical_or, scalar_ufunc(pred, x, y), first_nan)
+
+            better_than = np.frompyfunc(better_than_scalar, 2, 1)
+        else:
+            better_than = np.frompyfunc(lambda x, y: scalar_ufunc(pred, x, y), 2, 1)
         select = np.frompyfunc(_select, 3, 1)
         best = elems[..., 0]
         idx = np.full(best.shape, const_scalar(0, INT), dtype=object)
