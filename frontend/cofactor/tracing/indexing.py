@@ -53,8 +53,11 @@ def _is_traced_index(k: Any) -> bool:
 def _static_key(k: Any) -> Any:
     if isinstance(k, Tracer) and k.ndim == 0 and k.elems[()].const is not None:
         return k.elems[()].const
-    if isinstance(k, Tracer) and k.ndim > 0:
-        raise CompileError("indexing with a traced array is not supported (only traced integers)")
+    if isinstance(k, Tracer) and k.ndim > 0 and k.dtype not in (INT, BOOL):
+        raise IndexError(
+            "arrays used as indices must be of integer (or boolean) type, got a traced "
+            f"{k.dtype} array"
+        )
     if isinstance(k, Tracer | Scalar) and k.dtype == BOOL:
         # numpy: a boolean index is a mask (x[True] adds an axis, x[False] is empty), not
         # the integer 0 or 1; its result's shape would only be known at run time
@@ -109,6 +112,8 @@ def getitem(t: Tracer, key: Any) -> Tracer:
     """`t[key]`: static keys index the element array; traced integer keys load from memory.
     A basic key (integers, slices, None, ...) makes a view in numpy (tracing/aliasing.py)."""
     result = _getitem(t, key)
+    if _traced_array_index(key):
+        return result  # (advanced indexing: numpy copies)
     # (x[i] of a vector is a number, no view; x[i, ...] is a 0-d view)
     if result._shape or type(key) is tuple and any(k is Ellipsis for k in key):
         keys = key if type(key) is tuple else (key,)
@@ -159,6 +164,7 @@ def _getitem(t: Tracer, key: Any) -> Tracer:
             f"too many indices for array: array is {t.ndim}-dimensional, but {n_axes_used} "
             "were indexed"
         )
+    _check_array_index(key)
     elems = t.elems
     axis = 0  # the axis of `elems` the next entry applies to
     source_axis = 0  # the same axis counted in `t` (for error messages, as numpy does)
@@ -168,7 +174,9 @@ def _getitem(t: Tracer, key: Any) -> Tracer:
             axis += 1
             continue
         if _is_traced_index(k):
-            elems = _dynamic_take(elems, as_tracer(k), axis, source_axis, t.dtype)
+            k = as_tracer(k)
+            elems = _dynamic_take(elems, k, axis, source_axis, t.dtype)
+            axis += k.ndim  # (an array index puts its axes there)
         else:
             elems = elems[(slice(None),) * axis + (k,)]
             if isinstance(k, slice):
@@ -203,7 +211,7 @@ def _small_static_position(t: Tracer, key: Any) -> int | None:
 def _integer_prefix(t: Tracer, key: tuple) -> bool:
     """Whether `key` is only integers (static or traced), at most one per axis."""
     return len(key) <= t.ndim and all(
-        (_is_traced_index(k) and as_tracer(k).dtype in (INT, BOOL))
+        (_is_traced_index(k) and as_tracer(k).dtype in (INT, BOOL) and as_tracer(k).ndim == 0)
         or (isinstance(k, int | np.integer) and not isinstance(k, bool))
         for k in key
     )
@@ -247,11 +255,13 @@ def _dynamic_take(
     """elems.take(index, axis) for a traced integer index: store, then load."""
     if index.dtype not in (INT, BOOL):
         raise CompileError("array indices must be integers")
-    if index.ndim != 0:
-        raise CompileError("indexing with a traced array is not supported (only traced integers)")
+    if index.ndim and index.dtype == BOOL:
+        raise CompileError(
+            "indexing with a traced boolean array (a mask: the result's shape depends on its "
+            "values) is not supported; use np.where(mask, x, y) or np.sum(x * mask) instead"
+        )
     b = context.current().builder
     n = elems.shape[axis]
-    i = checked_index(index.elems[()], n, source_axis)
     moved = np.moveaxis(elems, axis, 0)
     buf = context.current().hoisted_alloc(memref_type(moved.shape, dtype), heap=False)
     idx_cache: dict[int, Any] = {}
@@ -269,15 +279,37 @@ def _dynamic_take(
             b.store(s.value[1], buf, [*ids, idx(1)])
         else:
             b.store(s.value, buf, ids)
-    dyn = b.to_index(i.value)
-    out = np.empty(moved.shape[1:], dtype=object)
-    for pos in np.ndindex(*moved.shape[1:]):
-        ids = [dyn, *[idx(p) for p in pos]]
-        if dtype == COMPLEX:
-            out[pos] = Scalar((b.load(buf, [*ids, idx(0)]), b.load(buf, [*ids, idx(1)])), dtype)
-        else:
-            out[pos] = Scalar(b.load(buf, ids), dtype)
-    return out
+    out = np.empty(index.shape + moved.shape[1:], dtype=object)
+    for ipos in np.ndindex(*index.shape):
+        dyn = b.to_index(checked_index(index.elems[ipos], n, source_axis).value)
+        for pos in np.ndindex(*moved.shape[1:]):
+            ids = [dyn, *[idx(p) for p in pos]]
+            if dtype == COMPLEX:
+                value: Any = (b.load(buf, [*ids, idx(0)]), b.load(buf, [*ids, idx(1)]))
+            else:
+                value = b.load(buf, ids)
+            out[ipos + pos] = Scalar(value, dtype)
+    # numpy's take: the index's axes where `axis` was
+    return np.moveaxis(out, list(range(index.ndim)), list(range(axis, axis + index.ndim)))
+
+
+def _traced_array_index(key: Any) -> bool:
+    keys = key if isinstance(key, tuple) else (key,)
+    return any(isinstance(k, Tracer) and k.ndim > 0 for k in keys)
+
+
+def _check_array_index(key: tuple) -> None:
+    """One traced integer array among slices, None and Ellipsis: numpy's advanced indexing
+    is then a take along that axis. Several advanced indices (arrays or integers with an
+    array) broadcast together in numpy, with rules this tracer does not follow."""
+    if not _traced_array_index(key):
+        return
+    advanced = [k for k in key if not (k is None or k is Ellipsis or isinstance(k, slice))]
+    if len(advanced) > 1:
+        raise CompileError(
+            "indexing with a traced integer array combined with other integer or array "
+            "indices is not supported; index one axis at a time (x[idx][:, j])"
+        )
 
 
 # ----------------------------------------------------------------------------------------
@@ -286,6 +318,9 @@ def _dynamic_take(
 def setitem(t: Tracer, key: Any, value: Any) -> None:
     """`t[key] = value` (numpy's in-place semantics on the element array). Static keys assign
     elements; integer keys with traced entries select, per element, the new or old value."""
+    if _traced_array_index(key):
+        _array_setitem(t, key, value)
+        return
     key_t = tuple(_static_key(k) for k in (key if isinstance(key, tuple) else (key,)))
     if any(_is_traced_index(k) for k in key_t):
         _traced_setitem(t, key_t, value)
@@ -347,3 +382,33 @@ def _traced_setitem(t: Tracer, key: tuple, value: Any) -> None:
                 src[rest] if hit is True else _select(hit, src[rest], elems[pos + rest])
             )
     assign(t, elems)
+
+
+def _array_setitem(t: Tracer, key: Any, value: Any) -> None:
+    """`t[idx] = v` with a traced integer array `idx` (each index in turn, so the last of
+    repeated ones wins, as in numpy), and `t[mask] = v` with a traced boolean array of `t`'s
+    shape and one value (`np.where(mask, v, t)`)."""
+    k = key[0] if isinstance(key, tuple) and len(key) == 1 else key
+    if not isinstance(k, Tracer):
+        raise CompileError(
+            "assignment with a traced integer array supports one index array on the first "
+            "axis only (x[idx] = v)"
+        )
+    v = as_tracer(value)
+    if k.dtype == BOOL:
+        if k.shape != t.shape or v.size != 1:
+            raise CompileError(
+                "assignment through a traced boolean mask (x[mask] = v) needs a mask of x's "
+                f"shape {t.shape} and one value; use x = np.where(mask, v, x)"
+            )
+        assign(t, np.where(k, v.reshape(()), t).astype(t.dtype).elems)
+        return
+    try:
+        src = np.broadcast_to(v.elems, k.shape + t.shape[1:])
+    except ValueError:
+        raise ValueError(
+            f"shape mismatch: value array of shape {v.shape} could not be broadcast to "
+            f"indexing result of shape {k.shape + t.shape[1:]}"
+        ) from None
+    for ipos in np.ndindex(*k.shape):
+        _traced_setitem(t, (k.elems[ipos],), _wrap(src[ipos]) if src.ndim > k.ndim else src[ipos])
