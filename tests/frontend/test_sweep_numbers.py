@@ -1,6 +1,7 @@
 """Numbers and crashes found by adversarial sweeps against numpy / Python (session 12):
-integer division by zero (the machine's division traps: SIGFPE killed Python), and
-`for_loop` with a traced step (a negative one ran zero times; zero hung)."""
+integer division by zero (the machine's division traps: SIGFPE killed Python), `for_loop`
+with a traced step (a negative one ran zero times; zero hung), `np.vdot` of complex values
+(conjugated twice), argmax/argmin with NaN, and indexing with traced integer arrays."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import cofactor
@@ -81,3 +83,52 @@ def test_for_loop_with_traced_bounds_and_step_follows_range():
 def test_for_loop_traced_zero_step_raises_range_error():
     with pytest.raises(ValueError, match="step must not be zero"):
         cofactor.qjit(_loop)(0.25, 0, 3, 0)
+
+
+def test_vdot_conjugates_its_first_operand_once():
+    v = np.array([0.3, -1.1, 2.5, 0.0, 4.0])
+
+    def f(a):
+        z = a + 1j * a[::-1]
+        return np.vdot(z, z), np.vdot(z, a * 2j), np.vdot(np.outer(a, a) * 1j, np.outer(a, a))
+
+    for got, expected in zip(cofactor.qjit(f)(v), f(v), strict=True):
+        assert np.allclose(got, expected, rtol=1e-12)  # was the unconjugated sum(z * w)
+
+
+def test_argmax_argmin_return_the_first_nan_as_numpy():
+    def f(a):
+        b = np.where(a > 2, np.nan, a)
+        return np.argmax(b), np.argmin(b), np.argmax(b.reshape(1, -1), axis=1)
+
+    for v in (np.array([0.3, -1.1, 2.5, 0.0, 4.0]), np.arange(40.0) - 5):
+        for got, expected in zip(cofactor.qjit(f)(v), f(v), strict=True):
+            assert np.array_equal(got, expected)
+
+
+def test_indexing_with_a_traced_integer_array_is_numpys_take():
+    x = np.array([[0.1, -0.7, 0.3], [1.2, 0.5, -2.0]])
+    v = np.array([0.3, -1.1, 2.5, 0.0, 4.0])
+
+    def f(a, m, i):
+        b = a.copy()
+        b[i] = a[:3] * 2  # repeated indices: the last one wins
+        c = a.copy()
+        c[i] += 1.0  # adds once per distinct index, as numpy
+        d = a.copy()
+        d[d > 0] = 0.0
+        j = i % 3 - 1  # [0, 1, 1]: columns of m
+        return a[i], a[i.reshape(3, 1)], m[:, j], m[None, :, j], b, c, d
+
+    i = np.array([1, 2, -4])
+    for got, expected in zip(cofactor.qjit(f)(v, x, i), f(v, x, i), strict=True):
+        assert got.shape == expected.shape
+        assert np.allclose(got, expected, rtol=1e-12)
+    with pytest.raises(IndexError, match="index 6 is out of bounds for axis 0 with size 5"):
+        cofactor.qjit(lambda a, i: a[i * 3])(v, np.array([2, 0, -1]))
+    grad = cofactor.qjit(cofactor.grad(lambda y, i: np.sum(y[i] ** 2)))(v, i)
+    expected = np.zeros(5)
+    np.add.at(expected, i % 5, 2 * v[i])
+    assert np.allclose(grad, expected, rtol=1e-12)
+    with pytest.raises(cofactor.CompileError, match="np.where"):
+        cofactor.qjit(lambda a: a[a > 0])(v)

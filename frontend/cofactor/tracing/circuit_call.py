@@ -64,7 +64,11 @@ def _device_facts(qnode: Any) -> tuple[int | None, dict[Any, int] | None, int]:
     num_qubits = None if wires is None else len(wires)
     shots_obj = getattr(qnode, "shots", None) or dev.shots
     if shots_obj is not None and shots_obj.has_partitioned_shots:
-        raise CompileError("shot vectors are not supported by cofactor")
+        raise CompileError(
+            f"QNode {getattr(qnode, '__name__', '?')}: shot vectors ({shots_obj}) are not "
+            "supported by cofactor; give one number of shots and split the samples, or call "
+            "the QNode once per number of shots"
+        )
     shots = int(shots_obj.total_shots) if shots_obj is not None and shots_obj.total_shots else 0
     return num_qubits, wire_map, shots
 
