@@ -47,9 +47,14 @@ def test_integer_division_by_zero_is_numpys_zero_not_a_crash():
         a = np.array([7, -7, 5, np.iinfo(np.int64).min])
         b = np.array([0, 0, -2, -1])
         ops = [lambda a, b: a // b, lambda a, b: a % b, lambda a, b: np.floor_divide(a, b),
-               lambda a, b: np.remainder(a, b)]
+               lambda a, b: np.remainder(a, b), lambda a, b: np.fmod(a, b),
+               lambda a, b: divmod(a, b)[0]]
         for op in ops:
             assert np.array_equal(cofactor.qjit(op)(a, b), op(a, b)), op(a, b)
+        # shifts by 64 or more, or by a negative amount: numpy's 0 / -1, no undefined C shift
+        s = np.array([1, 64, -1, 70])
+        for op in (lambda a, s: a << s, lambda a, s: a >> s):
+            assert np.array_equal(cofactor.qjit(op)(a, s), op(a, s)), op(a, s)
         big_a, big_b = np.arange(-10, 10), np.array([0, 3, -3, 0, 1] * 4)  # the loop path
         assert np.array_equal(cofactor.qjit(lambda a, b: a // b)(big_a, big_b), big_a // big_b)
         assert np.array_equal(cofactor.qjit(lambda a, b: a % b)(big_a, big_b), big_a % big_b)
@@ -132,3 +137,10 @@ def test_indexing_with_a_traced_integer_array_is_numpys_take():
     assert np.allclose(grad, expected, rtol=1e-12)
     with pytest.raises(cofactor.CompileError, match="np.where"):
         cofactor.qjit(lambda a: a[a > 0])(v)
+
+
+def test_divmod_of_traced_floats():
+    v = np.array([0.3, -1.1, 2.5, 0.0])
+    results = cofactor.qjit(lambda a: divmod(a, 0.4))(v)
+    for got, expected in zip(results, divmod(v, 0.4), strict=True):
+        assert np.allclose(got, expected, rtol=1e-12)

@@ -123,6 +123,32 @@ def _mod(b, k, x, y):
     return b.select(adjust, b.binary(arith.AddiOp, r, y), r)
 
 
+def _fmod(b, k, x, y):
+    """C's remainder (the sign of x); numpy's int fmod by zero is 0, as for `%`."""
+    if k == "f":
+        return b.generic("arith.remf", [x, y], f64)
+    by_zero, safe = _safe_divisor(b, x, y)
+    return b.select(by_zero, b.const(0, i64), b.binary(arith.RemSIOp, x, safe))
+
+
+def _shift(left: bool):
+    """numpy's int64 shifts: a shift by 64 or more (or a negative one, taken as unsigned)
+    gives 0, or -1 for a right shift of a negative number (no undefined C shift)."""
+
+    def rule(b, k, x, y):
+        if k != "i":
+            raise CompileError("bit shifts need integer operands")
+        in_range = b.cmpi("ult", y, b.const(64, i64))
+        safe = b.select(in_range, y, b.const(0, i64))
+        if left:
+            return b.select(in_range, b.binary(arith.ShLIOp, x, safe), b.const(0, i64))
+        negative = b.cmpi("slt", x, b.const(0, i64))
+        saturated = b.select(negative, b.const(-1, i64), b.const(0, i64))
+        return b.select(in_range, b.binary(arith.ShRSIOp, x, safe), saturated)
+
+    return rule
+
+
 def _neg(b, k, x):
     if k == "c":
         return b.unary(arith.NegfOp, x[0]), b.unary(arith.NegfOp, x[1])
@@ -321,7 +347,9 @@ UFUNC_RULES: dict[np.ufunc, Callable] = {
     np.true_divide: _div,
     np.floor_divide: _floordiv,
     np.remainder: _mod,
-    np.fmod: _float_only("fmod", lambda b, x, y: b.generic("arith.remf", [x, y], f64)),
+    np.fmod: _fmod,
+    np.left_shift: _shift(True),
+    np.right_shift: _shift(False),
     np.negative: _neg,
     np.positive: lambda b, k, x: x,
     np.absolute: _abs,
@@ -382,6 +410,9 @@ UFUNC_KINDS: dict[np.ufunc, str] = {
     np.fmin: "fib",
     np.floor_divide: "fi",
     np.remainder: "fi",
+    np.fmod: "fi",
+    np.left_shift: "i",
+    np.right_shift: "i",
     np.reciprocal: "f",
     np.logical_and: "b",
     np.logical_or: "b",

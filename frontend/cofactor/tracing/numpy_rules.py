@@ -135,6 +135,8 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
             f"numpy.{ufunc.__name__}.{method} is not supported on traced values; write the "
             "loop with cofactor.for_loop or use numpy.cumsum/numpy.sum"
         )
+    if ufunc is np.divmod and not kwargs:  # (Python's divmod(x, y) too)
+        return np.floor_divide(*inputs), np.remainder(*inputs)
     if ufunc not in UFUNC_RULES:
         raise CompileError(f"numpy.{ufunc.__name__} is not supported by cofactor's tracer")
     looped = array_rules.ufunc_call(ufunc, inputs)
