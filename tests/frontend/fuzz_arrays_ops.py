@@ -155,6 +155,14 @@ _MORE = [
     "np.median({0}, axis={2})",
     "np.sort({0}, axis={3})",
     "np.broadcast_arrays({0}, {1})[0]",
+    # session 12's findings: NaN in argmax/argmin, complex vdot, traced index arrays, ints
+    "np.argmax(np.where({0} > 0.5, np.nan, {0}))",
+    "np.argmin(np.where({0} < -0.5, np.nan, {0}), axis={3})",
+    "np.real(np.vdot({0} * (1 + 1j), {0} * (1 - 2j) + 0.5j))",
+    "{0}.ravel()[(np.argmax({1}) + np.arange(3)) % {0}.size]",
+    "{0}[np.argmin({1}) % len({0}) * np.ones(2, dtype=int)] if {0}.ndim else {0}",
+    "np.round({0} * 3).astype(int) // np.round({1} * 2 + 7).astype(int)",
+    "np.round({0} * 5).astype(int) % np.round({1} * 2 - 5).astype(int)",
 ]
 _CONSTRUCT = [
     "np.zeros({s})",
