@@ -437,6 +437,17 @@ def not_(a: Any) -> Any:
     return _logical((lambda: a,), np.logical_not, lambda x: not x)
 
 
+def if_exp(pred: Any, if_true: Callable[[], Any], if_false: Callable[[], Any], *_: Any) -> Any:
+    """`a if pred else b`: on a traced `pred`, a `cond` whose branches give `a` and `b` (both
+    traced; they must have the same structure, as an `if` statement's variables)."""
+    from cofactor.api_extensions.control_flow import cond, static_truth
+
+    if not _is_traced(pred):
+        return if_true() if static_truth(pred) else if_false()
+    with _functional_writes():
+        return cond(pred)(if_true).otherwise(if_false)()
+
+
 def _unpack(state: tuple) -> Any:
     """Loop bodies return one carried value as itself, several as a tuple."""
     if not state:
@@ -446,6 +457,7 @@ def _unpack(state: tuple) -> Any:
 
 _PRIMITIVES = {
     "if_stmt": if_stmt,
+    "if_exp": if_exp,
     "for_stmt": for_stmt,
     "while_stmt": while_stmt,
     "converted_call": converted_call,

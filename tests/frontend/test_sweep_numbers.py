@@ -144,3 +144,19 @@ def test_divmod_of_traced_floats():
     results = cofactor.qjit(lambda a: divmod(a, 0.4))(v)
     for got, expected in zip(results, divmod(v, 0.4), strict=True):
         assert np.allclose(got, expected, rtol=1e-12)
+
+
+def test_autograph_converts_conditional_expressions():
+    import pennylane as qml
+
+    @qml.qnode(qml.device("default.qubit", wires=1))
+    def circuit(x):
+        qml.RX(x, 0) if x > 0 else qml.RY(x, 0)  # noqa: B018 (an operator per branch)
+        qml.RZ(x if x > 0 else 2 * x, 0)
+        return qml.expval(qml.PauliY(0))
+
+    compiled = cofactor.qjit(circuit, autograph=True)
+    for x in (0.5, -0.5):
+        assert np.isclose(compiled(x), circuit(x), rtol=1e-12)
+    pair = cofactor.qjit(lambda x, n: (x * 2, n) if n > 1 else (x, n + 1), autograph=True)
+    assert pair(1.5, 3) == (3.0, 3) and pair(1.5, 0) == (1.5, 1)
