@@ -160,3 +160,33 @@ def test_autograph_converts_conditional_expressions():
         assert np.isclose(compiled(x), circuit(x), rtol=1e-12)
     pair = cofactor.qjit(lambda x, n: (x * 2, n) if n > 1 else (x, n + 1), autograph=True)
     assert pair(1.5, 3) == (3.0, 3) and pair(1.5, 0) == (1.5, 1)
+
+
+def test_at_updates_apply_once_per_repeated_index_as_jax():
+    v = np.array([0.3, -1.1, 2.5, 0.0, 4.0])
+
+    def f(a, i):
+        return (
+            a.at[i].add(1.0),  # traced index array
+            a.at[np.array([1, -4, 3])].add(1.0),  # static, 1 and -4 the same element
+            a.at[[1, 1]].multiply(a[:2]),
+            a.reshape(5, 1).at[np.array([0, 0, 2])].add(np.array([[1.0], [2.0], [3.0]])),
+        )
+
+    def expected(a, i):
+        out = []
+        for idx, op, val in (
+            (i, np.add, 1.0),
+            (np.array([1, -4, 3]), np.add, 1.0),
+            ([1, 1], np.multiply, a[:2]),
+        ):
+            b = a.copy()
+            op.at(b, idx, val)  # numpy's unbuffered update: JAX's scatter semantics
+            out.append(b)
+        b = a.reshape(5, 1).copy()
+        np.add.at(b, np.array([0, 0, 2]), np.array([[1.0], [2.0], [3.0]]))
+        return out + [b]
+
+    i = np.array([1, 1, 3])
+    for got, want in zip(cofactor.qjit(f)(v, i), expected(v, i), strict=True):
+        assert np.allclose(got, want, rtol=1e-12)  # was: added once per distinct index

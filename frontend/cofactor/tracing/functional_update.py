@@ -3,8 +3,9 @@
 Catalyst programs update arrays with `x = x.at[i].set(v)` (JAX arrays are immutable); with
 numpy in place of `jax.numpy` the traced array keeps that spelling working: each method
 returns a new traced array and leaves `x` unchanged, as in JAX. Indices may be traced.
-`add`/`multiply`/... at a repeated fancy index apply once per distinct element (numpy's
-`x[idx] += v` semantics), not once per repetition as JAX does.
+`add`/`multiply`/... at an integer index array on the first axis (static or traced) apply
+once per repetition of an index, as JAX's scatter does (numpy's `x[idx] += v` applies once:
+`np.add.at` is JAX's semantics); with several index arrays, once per distinct element.
 """
 
 from __future__ import annotations
@@ -43,28 +44,61 @@ class AtUpdate:
         out[self._key] = value
         return out
 
+    def _apply(self, op: Any, value: Any) -> Any:
+        """`op(x[key], value)` written back, each repetition of an index applied in turn."""
+        index = _index_array(self._key, np.shape(self._array))
+        if index is None:
+            return self._update(op(self.get(), value))
+        out = self._array.copy()
+        values = np.broadcast_to(value, np.shape(index) + np.shape(out)[1:])
+        for pos in np.ndindex(*np.shape(index)):
+            i = index[pos]
+            out[i] = op(out[i], values[pos])
+        return out
+
     def set(self, value: Any, **_: Any) -> Any:
         return self._update(value)
 
     def add(self, value: Any, **_: Any) -> Any:
-        return self._update(self.get() + value)
+        return self._apply(np.add, value)
 
     def subtract(self, value: Any, **_: Any) -> Any:
-        return self._update(self.get() - value)
+        return self._apply(np.subtract, value)
 
     def multiply(self, value: Any, **_: Any) -> Any:
-        return self._update(self.get() * value)
+        return self._apply(np.multiply, value)
 
     mul = multiply
 
     def divide(self, value: Any, **_: Any) -> Any:
-        return self._update(self.get() / value)
+        return self._apply(np.true_divide, value)
 
     def power(self, value: Any, **_: Any) -> Any:
-        return self._update(self.get() ** value)
+        return self._apply(np.power, value)
 
     def min(self, value: Any, **_: Any) -> Any:
-        return self._update(np.minimum(self.get(), value))
+        return self._apply(np.minimum, value)
 
     def max(self, value: Any, **_: Any) -> Any:
-        return self._update(np.maximum(self.get(), value))
+        return self._apply(np.maximum, value)
+
+
+def _index_array(key: Any, shape: tuple[int, ...]) -> Any:
+    """`key` when it is one integer index array on the first axis (a list, a numpy array
+    or a traced array) with a repeated element, or any traced one; else None."""
+    from cofactor.tracing.tracer import Tracer
+
+    if isinstance(key, tuple):
+        if len(key) != 1:
+            return None
+        key = key[0]
+    if isinstance(key, Tracer):
+        return key if key.ndim > 0 and key.dtype.kind == "i" else None
+    if isinstance(key, list):
+        key = np.asarray(key)
+    if not isinstance(key, np.ndarray) or key.dtype.kind not in "iu" or key.ndim == 0:
+        return None
+    if not shape or not np.all((-shape[0] <= key) & (key < shape[0])):
+        return None  # (numpy's IndexError comes from the plain update)
+    repeated = len(np.unique(key % shape[0])) < key.size
+    return key if repeated else None  # (distinct elements: one update does)
