@@ -190,3 +190,38 @@ def test_at_updates_apply_once_per_repeated_index_as_jax():
     i = np.array([1, 1, 3])
     for got, want in zip(cofactor.qjit(f)(v, i), expected(v, i), strict=True):
         assert np.allclose(got, want, rtol=1e-12)  # was: added once per distinct index
+
+
+def test_numpy_keywords_that_change_the_numbers_are_honoured():
+    # they used to be dropped silently: numpy's numbers without the keyword
+    v = np.array([0.3, -1.1, 2.5, 0.0, 4.0])
+    x = np.array([[0.1, -0.7, 0.3], [1.2, 0.5, -2.0]])
+
+    def f(a, m):
+        o = np.zeros(3)
+        np.sum(m, axis=0, out=o)
+        c = np.zeros(5)
+        np.cumsum(a, out=c)
+        return (
+            np.sum(a, where=a > 0),
+            np.mean(a, where=a > 0),
+            np.max(a, initial=10.0),
+            np.min(a, where=a > 0, initial=3.0),
+            np.sum(a, initial=1.5),
+            np.prod(a, where=a != 0),
+            np.cumsum(a, dtype=int),
+            np.mean(a * 3, dtype=int),
+            m.sum(axis=1, where=m > 0),
+            np.linspace(a[0], a[2], 4, retstep=True),
+            o,
+            c,
+        )
+
+    got, expected = cofactor.qjit(f)(v, x), f(v, x)
+    for g, e in zip(got[:-3], expected[:-3], strict=True):
+        assert np.asarray(g).dtype == np.asarray(e).dtype
+        assert np.allclose(g, e, rtol=1e-12)
+    for g, e in zip((*got[-3], *got[-2:]), (*expected[-3], *expected[-2:]), strict=True):
+        assert np.allclose(g, e, rtol=1e-12)
+    with pytest.raises(ValueError, match="'initial'"):
+        cofactor.qjit(lambda a: np.max(a, where=a > 0))(v)
