@@ -225,3 +225,29 @@ def test_numpy_keywords_that_change_the_numbers_are_honoured():
         assert np.allclose(g, e, rtol=1e-12)
     with pytest.raises(ValueError, match="'initial'"):
         cofactor.qjit(lambda a: np.max(a, where=a > 0))(v)
+
+
+def test_ufunc_and_more_function_keywords_are_honoured():
+    v = np.array([0.3, -1.1, 2.5, 0.0, 4.0])
+    x = np.array([[0.1, -0.7, 0.3], [1.2, 0.5, -2.0]])
+
+    def f(a, m):
+        return (
+            np.add(a, 1.5, dtype=int, casting="unsafe"),
+            np.multiply.reduce(m, axis=0, where=m > 0),
+            np.maximum.reduce(m, axis=1, where=m < 1, initial=-5.0),
+            np.add.reduce(a, dtype=int),
+            np.all(m > 0, axis=1, where=m > -1),
+            np.var(m, axis=1, where=m > 0),
+            np.std(m, axis=0, where=m > -1, keepdims=True),
+            np.ones_like(a, shape=(2, 3)),
+            np.full_like(a, a[1], shape=(2,)),
+            np.trace(m * 3, dtype=int),
+        )
+
+    for got, expected in zip(cofactor.qjit(f)(v, x), f(v, x), strict=True):
+        assert np.asarray(got).dtype == np.asarray(expected).dtype
+        assert np.shape(got) == np.shape(expected)
+        assert np.allclose(got, expected, rtol=1e-12)
+    with pytest.raises(cofactor.CompileError, match="where="):
+        cofactor.qjit(lambda a: np.add(a, 1.0, where=a > 0))(v)

@@ -13,7 +13,11 @@ does it, on top of the rule, or refused with an error naming it:
   by the reduction's identity (or by `initial`, which max/min require with `where`, as
   numpy does), then `initial` folded into the result.
 - `dtype=` of cumsum and mean: the elements cast first (mean's result too, as numpy's).
-- `retstep=True` of linspace: `(samples, step)`.
+- `retstep=True` of linspace: `(samples, step)`; `where=` of all/any/var/std; `shape=` of
+  zeros_like & co.; `dtype=` of trace.
+- ufuncs (`ufunc_with_options`, called by `numpy_rules.array_ufunc`): `dtype=` casts the
+  operands, `.reduce`'s `where=`/`initial=` as above; a call's `where=` and `signature=`
+  are refused.
 """
 
 from __future__ import annotations
@@ -118,6 +122,99 @@ def _linspace(rule: Callable) -> Callable:
     return linspace
 
 
+def _masked_logic(rule: Callable, fill: bool) -> Callable:
+    def logic(a: Any, *args: Any, where: Any = None, **kwargs: Any) -> Any:
+        if where is not None and where is not True:
+            a = np.where(where, a, fill)
+        return rule(a, *args, **kwargs)
+
+    return logic
+
+
+def _moment(func: Any) -> Callable:
+    def moment(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+               keepdims: bool = False, *, where: Any = None, **kwargs: Any) -> Any:  # fmt: skip
+        if where is None or where is True:
+            return None
+        t = as_tracer(a) if dtype is None else cast_tracer(as_tracer(a), normalize_dtype(dtype))
+        mask = np.broadcast_to(where, t.shape)
+        dev = t - np.mean(t, axis=axis, keepdims=True, where=mask)
+        sq = np.real(dev * np.conj(dev)) if t.dtype.kind == "c" else dev * dev
+        total = np.sum(sq, axis=axis, keepdims=keepdims, where=mask)
+        var = total / (np.sum(mask, axis=axis, keepdims=keepdims) - ddof)
+        return np.sqrt(var) if func is np.std else var
+
+    return moment
+
+
+def _either(masked: Callable, rule: Callable) -> Callable:
+    def either(*args: Any, **kwargs: Any) -> Any:
+        result = masked(*args, **kwargs)
+        if result is None:
+            kwargs.pop("where", None)
+            return rule(*args, **kwargs)
+        return result
+
+    return either
+
+
+def _like_shape(rule: Callable, name: str) -> Callable:
+    def like(a: Any, *args: Any, shape: Any = None, **kwargs: Any) -> Any:
+        result = rule(a, *args, **kwargs)
+        if shape is None:
+            return result
+        shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
+        # every element of a *_like result is the same value: a broadcast copy of one
+        one = as_tracer(result).reshape(-1)[:1].reshape(())
+        if not one.size:  # (an empty prototype: nothing to broadcast)
+            return rule(np.zeros(shape), *args, **kwargs)
+        return np.broadcast_to(one, shape) * 1
+
+    return like
+
+
+def _result_dtype(rule: Callable) -> Callable:
+    def with_dtype(*args: Any, dtype: Any = None, **kwargs: Any) -> Any:
+        result = rule(*args, **kwargs)
+        return result if dtype is None else as_tracer(result).astype(normalize_dtype(dtype))
+
+    return with_dtype
+
+
+def ufunc_with_options(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
+    """A ufunc call whose keywords change its numbers (`dtype=`, `where=`, and `initial=`
+    of `.reduce`): done as numpy does, or refused naming the keyword."""
+    kwargs = dict(kwargs)
+    for harmless in ("casting", "order", "subok"):
+        kwargs.pop(harmless, None)
+    if kwargs.pop("signature", None) is not None:
+        raise CompileError(f"numpy.{ufunc.__name__}(..., signature=...) is not supported")
+    dtype = kwargs.pop("dtype", None)
+    if dtype is not None:
+        want = normalize_dtype(dtype)
+        inputs = tuple(cast_tracer(as_tracer(x), want) for x in inputs)
+    where = kwargs.pop("where", True)
+    if method == "reduce":
+        initial = kwargs.pop("initial", None)
+        x = inputs[0]
+        if where is not True:
+            fill = ufunc.identity if initial is None else initial
+            if fill is None:
+                raise CompileValueError(
+                    f"reduction operation '{ufunc.__name__}' does not have an identity, so to "
+                    "use a where mask one has to specify 'initial'"
+                )
+            x = np.where(where, x, fill)
+        result = getattr(ufunc, method)(x, **kwargs)
+        return result if initial is None else ufunc(result, initial)
+    if where is not True:
+        raise CompileError(
+            f"numpy.{ufunc.__name__}(..., where=...) is not supported on traced values; write "
+            f"np.where(mask, numpy.{ufunc.__name__}(...), other) instead"
+        )
+    return getattr(ufunc, method)(*inputs, **kwargs)
+
+
 def install() -> None:
     """Wraps the rules of FUNCTION_RULES (once, by numpy_api after every rule module)."""
     for func in _REDUCTIONS:
@@ -126,5 +223,12 @@ def install() -> None:
     FUNCTION_RULES[np.mean] = _mean(FUNCTION_RULES[np.mean])
     FUNCTION_RULES[np.cumsum] = _cumsum(FUNCTION_RULES[np.cumsum])
     FUNCTION_RULES[np.linspace] = _linspace(FUNCTION_RULES[np.linspace])
+    FUNCTION_RULES[np.all] = _masked_logic(FUNCTION_RULES[np.all], True)
+    FUNCTION_RULES[np.any] = _masked_logic(FUNCTION_RULES[np.any], False)
+    for func in (np.var, np.std):
+        FUNCTION_RULES[func] = _either(_moment(func), FUNCTION_RULES[func])
+    for func in (np.zeros_like, np.ones_like, np.full_like, np.empty_like):
+        FUNCTION_RULES[func] = _like_shape(FUNCTION_RULES[func], func.__name__)
+    FUNCTION_RULES[np.trace] = _result_dtype(FUNCTION_RULES[np.trace])
     for func, rule in list(FUNCTION_RULES.items()):
         FUNCTION_RULES[func] = _with_out(rule, getattr(func, "__name__", "function"))

@@ -262,17 +262,22 @@ def make_constructor(original: Callable, plain: bool = False) -> Callable:
 
 
 def _traced_full(
-    name: str, shape: Any, fill_value: Any, dtype: Any = None, *args: Any, **kwargs: Any
-) -> Any:
-    """`np.full(shape, x)` / `np.full_like(a, x)` with a traced `x` (the dtype: numpy's)."""
+    name: str, first: Any = None, fill_value: Any = None, dtype: Any = None, *args: Any,
+    shape: Any = None, **kwargs: Any,
+) -> Any:  # fmt: skip
+    """`np.full(shape, x)` / `np.full_like(a, x, shape=None)` with a traced `x` (the dtype:
+    numpy's; `first` is full's shape or full_like's prototype, `a` or `prototype=` also by
+    keyword)."""
     from cofactor.tracing.numpy_rules import as_tracer, cast_tracer
     from cofactor.tracing.tracer import Tracer, normalize_dtype
 
     t = as_tracer(_unwrap(fill_value))
     if name == "full_like":
-        prototype = _unwrap(shape)
-        shape = np.shape(prototype)
+        prototype = _unwrap(first if first is not None else kwargs.get("a"))
+        shape = np.shape(prototype) if shape is None else shape
         dtype = dtype if dtype is not None else as_tracer(prototype).dtype
+    elif first is not None:
+        shape = first
     if dtype is not None:
         if np.dtype(dtype).kind != "c" and t.dtype.kind == "c":
             _check_complex(t, np.dtype(dtype))

@@ -112,6 +112,10 @@ def _ufunc_with_out(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict, o
 
 
 def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
+    if kwargs.keys() - {"out", "axis", "keepdims"}:  # (dtype=, where=, ...: never dropped)
+        from cofactor.tracing.function_options import ufunc_with_options as with_options
+
+        return with_options(ufunc, method, inputs, kwargs)
     out = kwargs.pop("out", None)
     if out is not None and not (isinstance(out, tuple) and all(o is None for o in out)):
         return _ufunc_with_out(ufunc, method, inputs, kwargs, out)
