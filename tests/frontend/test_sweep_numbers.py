@@ -251,3 +251,9 @@ def test_ufunc_and_more_function_keywords_are_honoured():
         assert np.allclose(got, expected, rtol=1e-12)
     with pytest.raises(cofactor.CompileError, match="where="):
         cofactor.qjit(lambda a: np.add(a, 1.0, where=a > 0))(v)
+
+
+def test_flatten_takes_numpys_order():
+    x = np.array([[0.1, -0.7, 0.3], [1.2, 0.5, -2.0]])
+    got = cofactor.qjit(lambda a: (a.flatten("F"), a.flatten(order="C")))(x)
+    assert np.array_equal(got[0], x.flatten("F")) and np.array_equal(got[1], x.flatten())

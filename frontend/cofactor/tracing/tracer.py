@@ -313,8 +313,8 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
             shape = tuple(shape[0])
         return np.reshape(self, shape, **kw)
 
-    def flatten(self) -> Tracer:
-        return np.reshape(self, (-1,)).copy()  # (numpy: always a copy)
+    def flatten(self, order: str = "C") -> Tracer:
+        return np.ravel(self, order).copy()  # (numpy: always a copy)
 
     def ravel(self, order: str = "C") -> Tracer:
         return np.ravel(self, order)  # (numpy: a view when it can be one)
