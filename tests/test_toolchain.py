@@ -138,3 +138,22 @@ def test_enzyme_patch_renames_llvm_and_drops_the_rpath(tmp_path):
     assert "RPATH" not in shown and "RUNPATH" not in shown
     with pytest.raises(enzyme_plugin.PluginError, match="expected one DT_NEEDED"):
         enzyme_plugin.patch(patched)
+
+
+def test_which_is_remembered_per_path_and_searched_again_when_gone(tmp_path, monkeypatch):
+    """`toolchain._which` remembers a PATH search for each value of PATH; a remembered tool
+    that was removed is searched for again (the key then names the one found now)."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    for folder in (first, second):
+        folder.mkdir()
+        tool = folder / "cofactor-test-tool"
+        tool.write_text("#!/bin/sh\n")
+        tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{first}:{second}")
+    assert toolchain._which("cofactor-test-tool") == str(first / "cofactor-test-tool")
+    (first / "cofactor-test-tool").unlink()
+    assert toolchain._which("cofactor-test-tool") == str(second / "cofactor-test-tool")
+    monkeypatch.setenv("PATH", str(tmp_path))  # another PATH: searched, not remembered
+    assert toolchain._which("cofactor-test-tool") is None
+    monkeypatch.setenv("PATH", f"{first}:{second}")
+    assert toolchain._which("cofactor-test-tool") == str(second / "cofactor-test-tool")

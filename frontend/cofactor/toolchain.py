@@ -84,7 +84,7 @@ class Tool:
             elif "/" in candidate:
                 path = candidate
             else:
-                path = shutil.which(candidate)
+                path = _which(candidate)
             if path is not None and os.path.exists(path):
                 return path
             looked.append(path or candidate)
@@ -101,6 +101,27 @@ class Tool:
         lines = [ln.strip() for ln in (out.stdout + out.stderr).splitlines() if ln.strip()]
         interesting = [ln for ln in lines if "version" in ln.lower()]
         return (interesting or lines or ["unknown"])[0]
+
+
+def _which(name: str) -> str | None:
+    """`shutil.which(name)`, remembered per process for each value of PATH: the key's
+    `fingerprint` locates `cc` on every compilation, the cached first call of a process
+    included, and a search of PATH was a tenth of a millisecond of that call. The path
+    found is still checked (`locate`) and stat'ed (`fingerprint`) every time, so a cc
+    rebuilt or replaced in place changes the key; a remembered path that is gone is
+    searched for again. What is not seen until the next process: a new `name` put in a
+    folder of PATH that comes before the one found (the key and the link step both use the
+    remembered one, so they stay consistent)."""
+    key = (name, os.environ.get("PATH"))
+    path = _WHICH.get(key)
+    if path is None or not os.path.exists(path):
+        path = shutil.which(name)
+        if path is not None:
+            _WHICH[key] = path
+    return path
+
+
+_WHICH: dict[tuple[str, str | None], str] = {}
 
 
 TOOLS: dict[str, Tool] = {
@@ -137,6 +158,12 @@ TOOLS: dict[str, Tool] = {
         ),
     )
 }
+
+
+# (the cc of the key, searched for in PATH once at import rather than on the cached first
+# call of the process: `_which`)
+with contextlib.suppress(ToolchainNotFoundError):
+    TOOLS["cc"].locate()
 
 
 def find(name: str) -> Path:
