@@ -14,6 +14,13 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
+#include "llvm/CodeGen/TargetInstrInfo.h"
+#include "llvm/CodeGen/TargetSubtargetInfo.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/LLVMContext.h"
+
+#include <cstdlib>
+#include <cstring>
 
 namespace cofactor::compiler {
 
@@ -123,6 +130,47 @@ struct PreparedCodeGen {
 std::unique_ptr<PreparedCodeGen> prepared;
 bool preparedOnce = false;
 
+/// The options of -O2 code generation, set before each pipeline is built (the link of the
+/// previous compile reset them; see setOption). As compiler.LLC_FLAGS for llc:
+/// - SelectionDAG's store merging is quadratic in the stores of one basic block, and
+///   traced programs and their Enzyme reverse passes are few blocks with thousands of
+///   stores (see the comment there for the measurements).
+/// - Fast instruction selection, the rest of -O2 kept (register allocation, machine LICM,
+///   scheduling, block placement): SelectionDAG's combines and scheduling were a quarter of
+///   code generation on tanh(W x)'s gradient, and the loops it selects are the loads,
+///   multiply-adds and stores FastISel selects one for one (an instruction it cannot
+///   select falls back to SelectionDAG). Loop strength reduction off: it rewrote the
+///   reverse loops' indexed addresses into pointer increments (15% of code generation)
+///   that x86's indexed addressing makes free. Measured (compiler/README.md, session
+///   12): the gradient's code generation 19 -> 10 M instructions, its run time the same
+///   (0.36-0.42 ms against 0.41 ms, bitwise the same gradient).
+void setCodeGenOptions() {
+  setOption("combiner-store-merging", "false");
+  const char *full = std::getenv("COFACTOR_COMPILER_FULL_ISEL");
+  if (!full || std::strcmp(full, "1") != 0) {  // COFACTOR_COMPILER_FULL_ISEL=1: A/B
+    setOption("fast-isel", "true");
+    setOption("disable-lsr", "true");
+  }
+}
+
+/// Work that the first -O2 code generation of a process would otherwise do: the subtarget
+/// of the module's functions (target lowering, register properties, legalizer tables: 1.5 M
+/// instructions; the target machine keeps it for functions of the same CPU and features,
+/// which cofactor's never set) and x86's table for unfolding memory operands (sorted once
+/// per process, 2.5 M instructions, when machine LICM first asks it). Not in the warm-up
+/// of every process (3.9 M more at each import), but where a classical gradient, compiled
+/// at -O2, is coming: the Enzyme plugin loaded while it is traced.
+void warmTarget(llvm::TargetMachine &machine) {
+  llvm::LLVMContext context;
+  llvm::Module module("warm", context);
+  auto *function = llvm::Function::Create(
+      llvm::FunctionType::get(llvm::Type::getVoidTy(context), false),
+      llvm::Function::ExternalLinkage, "warm", module);
+  const llvm::TargetSubtargetInfo *subtarget = machine.getSubtargetImpl(*function);
+  if (const llvm::TargetInstrInfo *info = subtarget ? subtarget->getInstrInfo() : nullptr)
+    (void)info->getOpcodeAfterMemoryUnfold(0, true, false);
+}
+
 std::unique_ptr<llvm::TargetMachine> createMachine(const std::string &triple,
                                                    llvm::CodeGenOpt::Level level,
                                                    std::string &error) {
@@ -150,11 +198,20 @@ void prepareCodeGen() {
       createMachine(llvm::sys::getDefaultTargetTriple(), llvm::CodeGenOpt::Default, error);
   if (!ready->machine)
     return;  // the compile reports it
+  setCodeGenOptions();
   ready->stream = std::make_unique<llvm::raw_svector_ostream>(ready->buffer);
   if (ready->machine->addPassesToEmitFile(ready->passes, *ready->stream, nullptr,
                                           llvm::CGFT_ObjectFile))
     return;
   prepared = std::move(ready);
+}
+
+void warmCodeGenTarget() {
+  static bool warmed = false;
+  if (warmed || !prepared)
+    return;  // without a prepared pipeline, an earlier -O2 compile has done it
+  warmed = true;
+  warmTarget(*prepared->machine);
 }
 
 void setOption(llvm::StringRef name, llvm::StringRef value) {
@@ -167,11 +224,8 @@ void setOption(llvm::StringRef name, llvm::StringRef value) {
 bool emitObject(llvm::Module &module, llvm::SmallVectorImpl<char> &object,
                 std::string &error) {
   initializeCodeGen();
-  // As compiler.LLC_FLAGS for llc: SelectionDAG's store merging is quadratic in the
-  // stores of one basic block, and traced programs and their Enzyme reverse passes are
-  // few blocks with thousands of stores (see the comment there for the measurements).
-  // Set for each compile, not once per process: the link of the previous one reset it.
-  setOption("combiner-store-merging", "false");
+  // Set for each compile, not once per process: the link of the previous one reset them.
+  setCodeGenOptions();
 
   // What llc does for a module without a triple: the default triple, the generic CPU
   // (no -mcpu), -O2 (-O0 for code that only waits on the runtime, see chooseLevel),

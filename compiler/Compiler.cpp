@@ -240,6 +240,8 @@ extern "C" int cofactor_compiler_load_enzyme(cofactor_open_plugin_fn open_plugin
     int fd = open_plugin ? open_plugin() : -1;
     std::string error;
     status = fd >= 0 && ensureEnzymeLoaded(fd, error) ? 0 : 1;
+    if (status == 0)
+      warmCodeGenTarget();  // a classical gradient is coming: it is code-generated at -O2
   });
   llvm::CrashRecoveryContext::Disable();
   fatalJump = nullptr;

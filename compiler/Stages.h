@@ -30,6 +30,10 @@ void initializeCodeGen();
 /// The -O2 code-generation pipeline (target machine and passes) built ahead for the first
 /// compile that needs it (CodeGen.cpp); called by the preloading thread only.
 void prepareCodeGen();
+/// Builds what the first -O2 code generation of the process would otherwise build (the
+/// prepared target machine's subtarget, x86's memory-unfolding table), once; called where
+/// a classical gradient is known to be coming (the Enzyme plugin loaded ahead).
+void warmCodeGenTarget();
 
 /// cofactor-opt + mlir-translate: parse `mlir`, run `pipeline` (implicit nesting, as
 /// cofactor-opt does with one flag per pass) and translate to LLVM IR in `llvmContext`.

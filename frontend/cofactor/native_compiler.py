@@ -164,8 +164,11 @@ def check_plugin_ahead() -> None:
     global _ahead_thread
     with _ahead_lock:
         if _ahead_thread is None:
-            _ahead_thread = threading.Thread(target=_check_plugin, name="cofactor-plugin-check")
-            _ahead_thread.start()
+            # Published once started: another thread (the plugin's opener, a fork) may
+            # join it without this lock, and joining a thread not yet started raises.
+            thread = threading.Thread(target=_check_plugin, name="cofactor-plugin-check")
+            thread.start()
+            _ahead_thread = thread
 
 
 def _check_plugin() -> None:
@@ -196,8 +199,9 @@ def prepare_enzyme() -> None:
         return
     with _ahead_lock:
         if _enzyme_thread is None:
-            _enzyme_thread = threading.Thread(target=_load_enzyme, name="cofactor-enzyme")
-            _enzyme_thread.start()
+            thread = threading.Thread(target=_load_enzyme, name="cofactor-enzyme")
+            thread.start()  # published once started, as in check_plugin_ahead
+            _enzyme_thread = thread
 
 
 def _load_enzyme() -> None:
@@ -277,8 +281,8 @@ class _PluginOpener:
 
     def _open(self) -> int:
         global _loaded_plugin
-        _wait_for_plugin_check()  # not hashed twice at once
         try:
+            _wait_for_plugin_check()  # not hashed twice at once
             with toolchain.open_enzyme() as checked:
                 fd = os.dup(checked)
             self.fds.append(fd)
