@@ -30,8 +30,16 @@ def _ops(rng):
         ops += [("RZ", [w], [], []), ("PauliX", [w], [(w + 3) % N], [0])]
     for w in range(N - 1):
         far = N - 1 - w if N - 1 - w != w else 0
-        ops += [("CNOT", [w, w + 1], [], []), ("SWAP", [w, far], [], []), ("CZ", [w, w + 1], [], [])]
-        ops += [("ECR", [w, w + 1], [], []), ("IsingXX", [w, far], [], []), ("IsingZZ", [w, w + 1], [], [])]
+        ops += [
+            ("CNOT", [w, w + 1], [], []),
+            ("SWAP", [w, far], [], []),
+            ("CZ", [w, w + 1], [], []),
+        ]
+        ops += [
+            ("ECR", [w, w + 1], [], []),
+            ("IsingXX", [w, far], [], []),
+            ("IsingZZ", [w, w + 1], [], []),
+        ]
         ops += [("CRX", [w, far], [], []), ("Toffoli", [w, w + 1, far], [], [])]
         ops += [("RY", [w], [w + 1], [int(rng.integers(2))])]
     ops += [("MultiRZ", [0, 5, 9, N - 1], [], [])]
