@@ -57,8 +57,9 @@ void freeState(void *p, size_t bytes) {
 // benchmark, session 12): prefetchw (into L1) one tile ahead made a 2x2 gate on a middle
 // wire 1.8-1.9x a read+write pass and no prefetch at all 1.5-1.6x, while prefetcht2 one
 // tile ahead made it 1.2x; a half pattern (PhaseShift) went from ~1.05 to ~0.73 of a full
-// pass. Zen's L1 has few miss buffers, and a prefetch into L1 holds one until its line
-// arrives from DRAM; prefetcht2 there fills L2 only, so many more lines are in flight. The
+// pass. The likely reason (inferred from timings; the VM has no PMU): a prefetch into L1
+// holds one of L1's few miss buffers until its line arrives from DRAM, while prefetcht2
+// there fills L2 only, so many more lines are in flight. The
 // L1 prefetch was tuned in session 10 on an AMD EPYC of family 0x1A (Zen 5), so the L2
 // prefetch is the default on family 0x19 only (Zen 3 and Zen 4; measured on Zen 4) and
 // every other CPU keeps the L1 prefetch. COFACTOR_PREFETCH=l1|l2|off overrides.
