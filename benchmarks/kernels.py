@@ -28,7 +28,7 @@ ratios; with default threads (several threads) the figure is wall time.
 from __future__ import annotations
 
 import time
-from ctypes import c_double, c_int64
+from ctypes import c_double, c_int, c_int64
 from typing import Any
 
 import numpy as np
@@ -68,6 +68,8 @@ KERNELS: dict[str, tuple[str, list[float], Any]] = {
     "global phase (complex scale)": ("GlobalPhase", [0.3], lambda n: []),
 }
 GOAL = 1.2
+#: cf_rt_kernel_prefetch's modes (runtime/README.md: chosen per CPU, COFACTOR_PREFETCH)
+PREFETCH_MODES = {0: "l1", 1: "l2", 2: "off"}
 
 
 # -- the memory bound ----------------------------------------------------------------------
@@ -128,6 +130,10 @@ def task_kernels(spec: dict) -> dict:
     min_round_s = spec.get("min_round_s", 0.05)
     lib.cf_rt_set_num_threads(0)
     out: dict = {"default_threads": int(lib.cf_rt_num_threads()), "sizes": {}}
+    if hasattr(lib, "cf_rt_kernel_prefetch"):  # the software prefetch chosen for this CPU
+        lib.cf_rt_kernel_prefetch.restype = c_int
+        lib.cf_rt_kernel_prefetch.argtypes = [c_int]
+        out["prefetch"] = PREFETCH_MODES.get(lib.cf_rt_kernel_prefetch(-1), "?")
     for n in spec["sizes"]:
         probes = pass_time(n)
         buf = np.full(2**n, 1.0 + 0.5j, dtype=np.complex128).view(np.float64)
@@ -218,7 +224,11 @@ def run_section(runner: Any) -> dict:
                 ),
             }
         sizes[n] = {"pass_s": per_n["pass_s"], "probes_s": per_n["probes_s"], "kernels": rows}
-    return {"default_threads": r.get("default_threads"), "sizes": sizes}
+    return {
+        "default_threads": r.get("default_threads"),
+        "prefetch": r.get("prefetch"),
+        "sizes": sizes,
+    }
 
 
 def _ratio(e: dict, mode: str = "one") -> float | None:
@@ -264,6 +274,11 @@ def render(k: dict) -> str:
             f"{report.fmt_time(per_n['pass_s'])} (probes: {probes}); /bound: the median over "
             "rounds of the kernel's time over the bound from the negation pass timed just before"
             " it (the bandwidth a shared machine leaves varies by 2x from minute to minute)"
+        )
+    if k.get("prefetch"):
+        notes.append(
+            f"the kernels' software prefetch: {k['prefetch']} (the runtime's choice for this CPU, "
+            "or COFACTOR_PREFETCH; runtime/README.md)"
         )
     title = (
         "kernels: time per gate application vs the memory bound (lines = fraction of the "

@@ -22,6 +22,9 @@
 #ifdef __linux__
 #include <sys/mman.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 
 namespace cf {
 
@@ -48,6 +51,35 @@ void *allocateState(size_t bytes) {
 void freeState(void *p, size_t bytes) {
     ::operator delete(p, bytes < kHugeMin ? kLineAlign : kHugeAlign);
 }
+
+// The kernels' software prefetch (StateVector.hpp). Measured on an AMD EPYC (Zen 4, KVM,
+// one thread, 64 MiB state; runtime/bench/access_pattern_probe.cpp and the kernels
+// benchmark, session 12): prefetchw (into L1) one tile ahead made a 2x2 gate on a middle
+// wire 1.8-1.9x a read+write pass and no prefetch at all 1.5-1.6x, while prefetcht2 one
+// tile ahead made it 1.2x; a half pattern (PhaseShift) went from ~1.05 to ~0.73 of a full
+// pass. The likely reason (inferred from timings; the VM has no PMU): a prefetch into L1
+// holds one of L1's few miss buffers until its line arrives from DRAM, while prefetcht2
+// there fills L2 only, so many more lines are in flight. The
+// L1 prefetch was tuned in session 10 on an AMD EPYC of family 0x1A (Zen 5), so the L2
+// prefetch is the default on family 0x19 only (Zen 3 and Zen 4; measured on Zen 4) and
+// every other CPU keeps the L1 prefetch. COFACTOR_PREFETCH=l1|l2|off overrides.
+Prefetch kernelPrefetchDefault() {
+    const char *env = std::getenv("COFACTOR_PREFETCH");
+    if (env && std::string(env) == "l1") return Prefetch::L1Write;
+    if (env && std::string(env) == "l2") return Prefetch::L2;
+    if (env && std::string(env) == "off") return Prefetch::Off;
+    if (env && *env) std::fprintf(stderr, "cofactor: ignoring COFACTOR_PREFETCH='%s' (expected l1, l2 or off)\n", env);
+#if defined(__x86_64__) && defined(__GNUC__)
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) && ebx == 0x68747541 /* "Auth"enticAMD */ &&
+        __get_cpuid(1, &eax, &ebx, &ecx, &edx)) {
+        const unsigned family = ((eax >> 8) & 0xF) + ((eax >> 20) & 0xFF);
+        if (family == 0x19) return Prefetch::L2;
+    }
+#endif
+    return Prefetch::L1Write;
+}
+Prefetch gKernelPrefetch = kernelPrefetchDefault();
 
 // CF_VECTOR_BYTES: the native vector width the chunked kernels are written for
 #define CF_VECTOR_BYTES 16
@@ -165,3 +197,11 @@ void crossSums(const cplx *phi, const cplx *lambda, int n, const int *bits, int 
 }
 
 } // namespace cf
+
+// Sets the kernels' software prefetch (mode 0: into L1 for writing, 1: into L2, 2: none;
+// StateVector.hpp) when mode >= 0, and returns the mode in force: for in-process A/B timings
+// (benchmarks, runtime/bench); not thread-safe against kernels running at the time.
+extern "C" __attribute__((visibility("default"))) int cf_rt_kernel_prefetch(int mode) {
+    if (mode >= 0 && mode <= 2) cf::gKernelPrefetch = cf::Prefetch(mode);
+    return int(cf::gKernelPrefetch);
+}

@@ -130,6 +130,13 @@ void applyPauliWord(const cplx *in, cplx *out, uint64_t size, uint64_t xmask, ui
 // out has 2^k entries.
 void marginalProbs(const cplx *sv, int n, const int64_t *wires, int k, double *out);
 
+// The software prefetch the streaming kernels issue (StateVectorKernels.inc): into L1 for
+// writing (prefetchw, the default before session 12), into L2 only (prefetcht2), or none.
+// Chosen once at load by the CPU (StateVector.cpp, kernelPrefetchDefault), overridable by
+// COFACTOR_PREFETCH=l1|l2|off and, for in-process A/B timings, cf_rt_kernel_prefetch.
+enum class Prefetch : int { L1Write = 0, L2 = 1, Off = 2 };
+extern Prefetch gKernelPrefetch;
+
 } // namespace cf
 
 // ---- the adjoint Jacobian's fused step (AdjointKernels.inc) ----------------------------

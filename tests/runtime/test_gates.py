@@ -438,6 +438,12 @@ def test_streaming_kernels_with_gaps(rt, reference, rng, monkeypatch, threads):
         ("Hadamard", [], [0], [], None),
         ("Toffoli", [], [7, 8, 9], [], None),
         ("PauliY", [], [10], [4, 8], [1, 0]),
+        # four streams (the tile ahead with COFACTOR_PREFETCH=l2), and a 2x2 block whose
+        # outside target always flips (ECR on a high and a last wire: the JX = 2 instance)
+        ("ECR", [], [8, 9], [], None),
+        ("IsingXX", [0.6], [7, 9], [3], [1]),
+        ("ECR", [], [1, 16], [], None),
+        ("ECR", [], [2, 15], [5], [0]),
     ]
     rt.acquire(n)
     rt.lib.cf_rt_set_num_threads(threads)
