@@ -2,12 +2,10 @@
 #include "AdjointFusion.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <exception>
 
 #include "GateFusion.hpp"
 #include "StateVectorDevice.hpp"
-#include "ThreadPool.hpp"
+#include "TileSweep.hpp"
 
 namespace cf {
 
@@ -176,46 +174,13 @@ void AdjointFuser::run(const std::vector<Step> &steps, cplx *state, bool lambda)
     uint64_t groupMask = 0;
     auto applyGroup = [&] {
         if (group.size() == 1) whole(*group[0]);
-        else if (!group.empty()) {
-            std::vector<Operation> ops; // the group's operations on the chunk's wires
-            std::vector<std::vector<int64_t>> wires;
-            ops.reserve(group.size()), wires.reserve(group.size());
-            for (const Step *s : group) {
-                if (s->op) {
-                    Operation op = *s->op;
-                    for (int64_t &w : op.wires) w -= shift;
-                    for (int64_t &w : op.ctrlWires) w -= shift;
-                    ops.push_back(std::move(op));
-                    wires.emplace_back();
-                } else {
-                    ops.emplace_back();
-                    wires.push_back(s->wires);
-                    for (int64_t &w : wires.back()) w -= shift;
-                }
-            }
-            // the chunks are independent: the pool's threads take them (each one's kernels
-            // run serially, below the pool's minimum), bitwise the same with any thread count
-            const uint64_t chunk = uint64_t(1) << b, numChunks = uint64_t(1) << shift;
-            const int tasks = int(std::min<uint64_t>(numChunks, pool::kMaxChunks));
-            std::exception_ptr error;
-            std::atomic<bool> failed{false};
-            auto body = [&](int t) {
-                try {
-                    const uint64_t end = pool::chunkBegin(numChunks, tasks, t + 1);
-                    for (uint64_t c = pool::chunkBegin(numChunks, tasks, t); c < end && !failed; ++c) {
-                        cplx *part = state + c * chunk;
-                        for (size_t i = 0; i < group.size(); ++i) {
-                            if (group[i]->op) applyOperation(part, b, ops[i], /*inverse=*/true);
-                            else fusion::applyMatrix(part, b, group[i]->A, wires[i].data(), int(wires[i].size()));
-                        }
-                    }
-                } catch (...) {
-                    if (!failed.exchange(true)) error = std::current_exception();
-                }
-            };
-            auto call = [](void *ctx, int t) { (*static_cast<decltype(body) *>(ctx))(t); };
-            pool::run(tasks, uint64_t(1) << n, call, &body);
-            if (error) std::rethrow_exception(error);
+        else if (!group.empty()) { // one pass over the chunks (TileSweep.hpp)
+            std::vector<tiles::Step> onChunk;
+            onChunk.reserve(group.size());
+            for (const Step *s : group)
+                onChunk.push_back(s->op ? tiles::operationStep(*s->op, /*inverse=*/true, n, b)
+                                        : tiles::matrixStep(s->A, s->wires.data(), int(s->wires.size()), n, b));
+            tiles::apply(state, n, b, onChunk);
         }
         group.clear();
         groupMask = 0;

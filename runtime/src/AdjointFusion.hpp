@@ -69,7 +69,7 @@
 // applied at once, before the group (they commute); one that shares a wire applies the
 // group first. With fusion off (maxQubits 0) every operation is a step of its own and
 // queues the same way. The chunks are independent: the thread pool takes them (bitwise the same
-// with any thread count). At n = 20 (chunks of 2^15, wires 0-4 high) SEL's three queues
+// with any thread count); the pass over them is the forward fuser's tile pass (TileSweep.hpp). At n = 20 (chunks of 2^15, wires 0-4 high) SEL's three queues
 // hold 11, 10 and 10 steps per state, of which 3, 5 and 6 form the low group.
 // Measured (SEL 4 layers, n = 20, one thread, CPU time, C ABI: forward + expval, then the
 // adjoint; medians of 8-12 calls alternating the builds in one process, load average 5-8 on
