@@ -31,10 +31,14 @@
 namespace cf {
 
 namespace {
-// State buffers of small registers kept per thread from one Jacobian to the next (up to
-// kMaxSpares of one size, kSpareMaxAmplitudes each: 16 MiB): a fresh buffer costs its
-// allocation, page faults and zero-filling at every call, about 5% of the backward pass of
-// StronglyEntanglingLayers at 16 wires. Every buffer is written before it is read (phi:
+// State buffers of registers up to 20 qubits kept per thread from one Jacobian to the next
+// (up to kMaxSpares of one size, kSpareMaxAmplitudes each: 16 MiB, so at most 64 MiB held;
+// SEL holds phi and one lambda, 32 MiB at 20 wires): a fresh buffer costs its allocation,
+// page faults and the kernel's zero-filling of every page at every call, about 5% of the
+// backward pass of StronglyEntanglingLayers at 16 wires and 16% of it at 20 wires (perf,
+// one thread: clear_page 183 of 1176 samples under adjointJacobian; with the spares kept,
+// 4 of 990, the first call's). Larger registers allocate per call (their pages cost the
+// same share, but holding 2 x 64 MiB and more between calls is not worth it). Every buffer is written before it is read (phi:
 // copied, lambda: applyObservable, mu and scratch: copied), so a spare's contents do not
 // matter.
 class SpareBuffers {
@@ -55,7 +59,7 @@ class SpareBuffers {
     }
 
   private:
-    static constexpr uint64_t kSpareMaxAmplitudes = uint64_t(1) << 18;
+    static constexpr uint64_t kSpareMaxAmplitudes = uint64_t(1) << 20;
     static constexpr size_t kMaxSpares = 4;
     std::vector<StateBuffer> spares_;
 };
