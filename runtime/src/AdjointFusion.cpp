@@ -47,6 +47,8 @@ AdjointFuser::AdjointFuser(Walk walk, int maxQubits, int minSweep)
 bool AdjointFuser::differentiate(const Operation &op) const { return trainable(op) && !done_.count(&op); }
 
 void AdjointFuser::add(const Operation &op, bool last) {
+    reachedPrefix_ = reachedPrefix_ || inPrefix(&op); // (every later operation came before)
+    if (!inPrefix(&op)) ++open_;
     int64_t w[kMaxQubits];
     const int nw = fusion::localWires(op, w);
     const bool fuse = maxQubits_ >= 2 && fusion::fusable(op) && nw >= 1 && nw <= maxQubits_ &&
@@ -78,6 +80,7 @@ void AdjointFuser::add(const Operation &op, bool last) {
         if (differentiate(op)) {
             flush();
             walk_.single(op, !last, true);
+            handled(&op);
         } else {
             deferOp(op, !last);
         }
@@ -138,13 +141,19 @@ void AdjointFuser::deferOp(const Operation &op, bool undoLambda) {
     step.op = &op;
     step.undoLambda = undoLambda;
     defer(std::move(step));
+    handled(&op);
 }
 
 void AdjointFuser::flush() {
+    const bool write = prefixPhi();
     std::vector<Step> steps;
     steps.swap(queue_); // (an exception leaves nothing queued to apply twice)
+    if (write) {
+        writePhi_(walk_.phi);
+        writePhi_ = nullptr; // once: the walk goes on from there
+    }
     if (steps.empty()) return;
-    run(steps, walk_.phi, false);
+    if (!write) run(steps, walk_.phi, false);
     for (cplx *lambda : walk_.lambdas) run(steps, lambda, true);
 }
 
@@ -202,7 +211,8 @@ void AdjointFuser::apply(const Block &b, bool undoLambda) {
     if (b.ops.size() == 1) {
         if (!differentiate(*b.ops[0])) return deferOp(*b.ops[0], undoLambda);
         flush();
-        return walk_.single(*b.ops[0], undoLambda, true);
+        walk_.single(*b.ops[0], undoLambda, true);
+        return handled(b.ops[0]);
     }
     if (b.trainable) return applyOneWire(b, undoLambda);
     applyConstant(b, undoLambda);
@@ -234,6 +244,7 @@ void AdjointFuser::applyConstant(const Block &b, bool undoLambda) {
     step.A = std::move(A);
     step.wires = b.wires;
     step.undoLambda = undoLambda;
+    for (const Operation *op : b.ops) handled(op);
     defer(std::move(step));
 }
 
@@ -274,6 +285,7 @@ void AdjointFuser::applyOneWire(const Block &b, bool undoLambda) {
         for (size_t i = 0; i < derivs.size(); ++i)
             walk_.record(*derivs[i].op, derivs[i].j, l, 2.0 * elements[i].real());
     }
+    for (const Operation *op : b.ops) handled(op);
 }
 
 // The derivatives of every pending trainable block (each on one wire) where the states are

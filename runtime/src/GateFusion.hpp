@@ -128,6 +128,8 @@ class GateFuser {
     void discard();
     // The state is |0...0> (a device reset): the product prefix starts (see below).
     void startFromZero(int n);
+    // Whether the state is still |0...0> since startFromZero (no gate taken, none applied).
+    bool atZero() const { return prefix_ && !prefixDirty_; }
 
   private:
     struct Block {
