@@ -2,12 +2,10 @@
 #include "AdjointFusion.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <exception>
 
 #include "GateFusion.hpp"
 #include "StateVectorDevice.hpp"
-#include "ThreadPool.hpp"
+#include "TileSweep.hpp"
 
 namespace cf {
 
@@ -49,6 +47,8 @@ AdjointFuser::AdjointFuser(Walk walk, int maxQubits, int minSweep)
 bool AdjointFuser::differentiate(const Operation &op) const { return trainable(op) && !done_.count(&op); }
 
 void AdjointFuser::add(const Operation &op, bool last) {
+    reachedPrefix_ = reachedPrefix_ || inPrefix(&op); // (every later operation came before)
+    if (!inPrefix(&op)) ++open_;
     int64_t w[kMaxQubits];
     const int nw = fusion::localWires(op, w);
     const bool fuse = maxQubits_ >= 2 && fusion::fusable(op) && nw >= 1 && nw <= maxQubits_ &&
@@ -80,6 +80,7 @@ void AdjointFuser::add(const Operation &op, bool last) {
         if (differentiate(op)) {
             flush();
             walk_.single(op, !last, true);
+            handled(&op);
         } else {
             deferOp(op, !last);
         }
@@ -140,13 +141,19 @@ void AdjointFuser::deferOp(const Operation &op, bool undoLambda) {
     step.op = &op;
     step.undoLambda = undoLambda;
     defer(std::move(step));
+    handled(&op);
 }
 
 void AdjointFuser::flush() {
+    const bool write = prefixPhi();
     std::vector<Step> steps;
     steps.swap(queue_); // (an exception leaves nothing queued to apply twice)
+    if (write) {
+        writePhi_(walk_.phi);
+        writePhi_ = nullptr; // once: the walk goes on from there
+    }
     if (steps.empty()) return;
-    run(steps, walk_.phi, false);
+    if (!write) run(steps, walk_.phi, false);
     for (cplx *lambda : walk_.lambdas) run(steps, lambda, true);
 }
 
@@ -176,46 +183,13 @@ void AdjointFuser::run(const std::vector<Step> &steps, cplx *state, bool lambda)
     uint64_t groupMask = 0;
     auto applyGroup = [&] {
         if (group.size() == 1) whole(*group[0]);
-        else if (!group.empty()) {
-            std::vector<Operation> ops; // the group's operations on the chunk's wires
-            std::vector<std::vector<int64_t>> wires;
-            ops.reserve(group.size()), wires.reserve(group.size());
-            for (const Step *s : group) {
-                if (s->op) {
-                    Operation op = *s->op;
-                    for (int64_t &w : op.wires) w -= shift;
-                    for (int64_t &w : op.ctrlWires) w -= shift;
-                    ops.push_back(std::move(op));
-                    wires.emplace_back();
-                } else {
-                    ops.emplace_back();
-                    wires.push_back(s->wires);
-                    for (int64_t &w : wires.back()) w -= shift;
-                }
-            }
-            // the chunks are independent: the pool's threads take them (each one's kernels
-            // run serially, below the pool's minimum), bitwise the same with any thread count
-            const uint64_t chunk = uint64_t(1) << b, numChunks = uint64_t(1) << shift;
-            const int tasks = int(std::min<uint64_t>(numChunks, pool::kMaxChunks));
-            std::exception_ptr error;
-            std::atomic<bool> failed{false};
-            auto body = [&](int t) {
-                try {
-                    const uint64_t end = pool::chunkBegin(numChunks, tasks, t + 1);
-                    for (uint64_t c = pool::chunkBegin(numChunks, tasks, t); c < end && !failed; ++c) {
-                        cplx *part = state + c * chunk;
-                        for (size_t i = 0; i < group.size(); ++i) {
-                            if (group[i]->op) applyOperation(part, b, ops[i], /*inverse=*/true);
-                            else fusion::applyMatrix(part, b, group[i]->A, wires[i].data(), int(wires[i].size()));
-                        }
-                    }
-                } catch (...) {
-                    if (!failed.exchange(true)) error = std::current_exception();
-                }
-            };
-            auto call = [](void *ctx, int t) { (*static_cast<decltype(body) *>(ctx))(t); };
-            pool::run(tasks, uint64_t(1) << n, call, &body);
-            if (error) std::rethrow_exception(error);
+        else if (!group.empty()) { // one pass over the chunks (TileSweep.hpp)
+            std::vector<tiles::Step> onChunk;
+            onChunk.reserve(group.size());
+            for (const Step *s : group)
+                onChunk.push_back(s->op ? tiles::operationStep(*s->op, /*inverse=*/true, n, b)
+                                        : tiles::matrixStep(s->A, s->wires.data(), int(s->wires.size()), n, b));
+            tiles::apply(state, n, b, onChunk);
         }
         group.clear();
         groupMask = 0;
@@ -237,7 +211,8 @@ void AdjointFuser::apply(const Block &b, bool undoLambda) {
     if (b.ops.size() == 1) {
         if (!differentiate(*b.ops[0])) return deferOp(*b.ops[0], undoLambda);
         flush();
-        return walk_.single(*b.ops[0], undoLambda, true);
+        walk_.single(*b.ops[0], undoLambda, true);
+        return handled(b.ops[0]);
     }
     if (b.trainable) return applyOneWire(b, undoLambda);
     applyConstant(b, undoLambda);
@@ -269,6 +244,7 @@ void AdjointFuser::applyConstant(const Block &b, bool undoLambda) {
     step.A = std::move(A);
     step.wires = b.wires;
     step.undoLambda = undoLambda;
+    for (const Operation *op : b.ops) handled(op);
     defer(std::move(step));
 }
 
@@ -309,6 +285,7 @@ void AdjointFuser::applyOneWire(const Block &b, bool undoLambda) {
         for (size_t i = 0; i < derivs.size(); ++i)
             walk_.record(*derivs[i].op, derivs[i].j, l, 2.0 * elements[i].real());
     }
+    for (const Operation *op : b.ops) handled(op);
 }
 
 // The derivatives of every pending trainable block (each on one wire) where the states are

@@ -69,7 +69,7 @@
 // applied at once, before the group (they commute); one that shares a wire applies the
 // group first. With fusion off (maxQubits 0) every operation is a step of its own and
 // queues the same way. The chunks are independent: the thread pool takes them (bitwise the same
-// with any thread count). At n = 20 (chunks of 2^15, wires 0-4 high) SEL's three queues
+// with any thread count); the pass over them is the forward fuser's tile pass (TileSweep.hpp). At n = 20 (chunks of 2^15, wires 0-4 high) SEL's three queues
 // hold 11, 10 and 10 steps per state, of which 3, 5 and 6 form the low group.
 // Measured (SEL 4 layers, n = 20, one thread, CPU time, C ABI: forward + expval, then the
 // adjoint; medians of 8-12 calls alternating the builds in one process, load average 5-8 on
@@ -82,6 +82,21 @@
 // amplitudes), 157 next to 145 ms with h <= 5; wider backward blocks
 // (COFACTOR_ADJOINT_FUSION_QUBITS=4): 151 next to 120 ms;
 // chunks of 2^14, 2^16, 2^17: 149, 154, 152 ms next to 148 ms at 2^15 (noise).
+//
+// Product prefix: a tape that starts from |0...0> with one-wire gates (StronglyEntangling-
+// Layers: the first layer's Rot on every wire) has phi = their product state where the walk
+// takes their derivatives, and the forward fuser's product-state writer makes it in one
+// write pass (writeProductState). So at the first flush after the walk reached those gates,
+// when every later operation's step is queued or taken (none still pending in a block) and
+// none of theirs is, phi is written instead of taking the queued steps (lambda takes them as
+// always). SEL n = 20: the last segment's 10 queued steps cost phi 4 whole passes and one
+// chunked pass. Only the order of rounding changes. Measured (SEL 4 layers, n = 20, one
+// thread, CPU time, C ABI forward + expval then the adjoint, 15 calls alternating the
+// builds in one process, load 6-9 on 2 cores): adjoint 116 [100, 131] ms without /
+// 103 [97, 120] ms with it (medians [min, max]); with the spare buffers of
+// AdjointJacobian.cpp too, against the session-11 runtime: 151 [132, 252] / 128 [102, 150]
+// ms. Compiled qjit(grad) / qjit forward, alternating processes, 9 calls each: 4.08, 4.14,
+// 4.12x / 3.67, 3.67, 3.71x (gradient 155-167 / 135-137 ms).
 //
 // A block of one operation takes the unfused step (the specialised kernels); operations
 // that are not fused (PauliRot, GlobalPhase, more than maxQubits wires, trainable ones on
@@ -129,6 +144,14 @@ class AdjointFuser {
     // Queued steps on the low `qubits` bits only are applied chunk by chunk of 2^qubits
     // amplitudes (0: never; see above).
     void setChunkQubits(int qubits) { chunkQubits_ = qubits; }
+    // The tape starts from |0...0> with one-wire gates, the operations before `end` (a
+    // pointer into the same tape as add's operations): at the first flush after the walk
+    // reached them, phi is their product state, which write(phi) writes in one pass instead
+    // of the queued steps' passes over phi (see "Product prefix" above).
+    void setProductPrefix(const Operation *end, std::function<void(cplx *)> write) {
+        prefixEnd_ = end;
+        writePhi_ = std::move(write);
+    }
 
     // The next operation walking back (op must stay alive until finish); last: the final
     // one the walk needs (the first trainable operation of the tape).
@@ -173,6 +196,21 @@ class AdjointFuser {
     std::vector<Step> queue_;
 
     std::unordered_set<const Operation *> done_; // whose derivatives a sweep took
+
+    bool inPrefix(const Operation *op) const { return prefixEnd_ && op < prefixEnd_; }
+    // op's step is queued or taken: an operation after the prefix is no longer open, one of
+    // the prefix has touched phi (its product state is no longer where phi is)
+    void handled(const Operation *op) {
+        if (inPrefix(op)) prefixTouched_ = true;
+        else --open_;
+    }
+    bool prefixPhi() const { // whether this flush writes phi as the product prefix's state
+        return writePhi_ && reachedPrefix_ && !prefixTouched_ && open_ == 0;
+    }
+    const Operation *prefixEnd_ = nullptr;
+    std::function<void(cplx *)> writePhi_;
+    bool reachedPrefix_ = false, prefixTouched_ = false;
+    int64_t open_ = 0; // operations after the prefix added, their steps neither queued nor taken
 };
 
 } // namespace cf

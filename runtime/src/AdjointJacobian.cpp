@@ -31,10 +31,14 @@
 namespace cf {
 
 namespace {
-// State buffers of small registers kept per thread from one Jacobian to the next (up to
-// kMaxSpares of one size, kSpareMaxAmplitudes each: 16 MiB): a fresh buffer costs its
-// allocation, page faults and zero-filling at every call, about 5% of the backward pass of
-// StronglyEntanglingLayers at 16 wires. Every buffer is written before it is read (phi:
+// State buffers of registers up to 20 qubits kept per thread from one Jacobian to the next
+// (up to kMaxSpares of one size, kSpareMaxAmplitudes each: 16 MiB, so at most 64 MiB held;
+// SEL holds phi and one lambda, 32 MiB at 20 wires): a fresh buffer costs its allocation,
+// page faults and the kernel's zero-filling of every page at every call, about 5% of the
+// backward pass of StronglyEntanglingLayers at 16 wires and 16% of it at 20 wires (perf,
+// one thread: clear_page 183 of 1176 samples under adjointJacobian; with the spares kept,
+// 4 of 990, the first call's). Larger registers allocate per call (their pages cost the
+// same share, but holding 2 x 64 MiB and more between calls is not worth it). Every buffer is written before it is read (phi:
 // copied, lambda: applyObservable, mu and scratch: copied), so a spare's contents do not
 // matter.
 class SpareBuffers {
@@ -55,7 +59,7 @@ class SpareBuffers {
     }
 
   private:
-    static constexpr uint64_t kSpareMaxAmplitudes = uint64_t(1) << 18;
+    static constexpr uint64_t kSpareMaxAmplitudes = uint64_t(1) << 20;
     static constexpr size_t kMaxSpares = 4;
     std::vector<StateBuffer> spares_;
 };
@@ -108,6 +112,36 @@ size_t zWordRun(const std::vector<Operation> &tape, size_t first, const std::vec
             zmasks.push_back(z);
         }
     return run;
+}
+
+// The tape's leading run of one-wire gates (no controls), from |0...0> a product state:
+// returns the run's length and, in tlo / thi, the product's tables for writeProductState
+// (the low h = n/2 bits, the high n-h bits; bit b of an index is wire n-1-b).
+size_t productPrefix(const std::vector<Operation> &tape, int n, std::vector<cplx> &tlo, std::vector<cplx> &thi) {
+    std::vector<cplx> vec(2 * size_t(n), cplx(0)); // each wire's 2-vector
+    for (int w = 0; w < n; ++w) vec[2 * size_t(w)] = 1;
+    size_t end = 0;
+    int64_t w[kMaxQubits];
+    for (; end < tape.size(); ++end) {
+        const Operation &op = tape[end];
+        if ((op.kind != Operation::Kind::Gate && op.kind != Operation::Kind::Unitary) || !fusion::fusable(op) ||
+            fusion::localWires(op, w) != 1)
+            break;
+        const std::vector<cplx> m = fusion::localMatrix(op, 1, /*inverse=*/false);
+        cplx *v = &vec[2 * size_t(w[0])];
+        const cplx v0 = v[0], v1 = v[1];
+        v[0] = m[0] * v0 + m[1] * v1;
+        v[1] = m[2] * v0 + m[3] * v1;
+    }
+    const int h = n / 2;
+    auto table = [&](std::vector<cplx> &t, int firstBit, int bits) {
+        t.assign(size_t(1) << bits, cplx(1));
+        for (uint64_t m = 0; m < t.size(); ++m)
+            for (int b = 0; b < bits; ++b) t[m] *= vec[2 * size_t(n - 1 - (firstBit + b)) + ((m >> b) & 1)];
+    };
+    table(tlo, 0, h);
+    table(thi, h, n - h);
+    return end;
 }
 
 SpareBuffers &spareBuffers() {
@@ -163,6 +197,13 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
     const char *zRun = std::getenv("COFACTOR_ADJOINT_Z_RUN");
     const size_t run =
         zRun && *zRun && std::atoi(zRun) == 0 ? 0 : zWordRun(tape, firstTrainable, obs, n_, zmasks, image);
+    // from |0...0>, phi where the walk reaches the tape's leading one-wire gates is their
+    // product state: written in one pass (AdjointFusion.hpp, "Product prefix");
+    // COFACTOR_ADJOINT_PRODUCT_PREFIX=0: walked back as any other state (A/B timings, tests)
+    std::vector<cplx> tlo, thi;
+    const char *productKnob = std::getenv("COFACTOR_ADJOINT_PRODUCT_PREFIX");
+    const bool productOn = !(productKnob && *productKnob && std::atoi(productKnob) == 0);
+    const size_t prefixEnd = tapeFromZero_ && productOn && n_ >= 2 ? productPrefix(tape, n_, tlo, thi) : 0;
     StateBuffer phi, mu, scratch;
     std::vector<StateBuffer> lambda(batch);
     struct GiveBack { // the buffers of a small register go to the spares when this returns
@@ -258,6 +299,10 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
                                 }};
         for (size_t b = 0; b < count; ++b) walk.lambdas.push_back(lambda[b].data());
         AdjointFuser fuser(std::move(walk), fusionQubits, sweepWires);
+        if (prefixEnd > firstTrainable) // (else the walk never reaches the prefix)
+            fuser.setProductPrefix(tape.data() + prefixEnd, [&](cplx *state) {
+                writeProductState(state, n_, n_ / 2, tlo.data(), thi.data(), nullptr, nullptr, true);
+            });
         // COFACTOR_ADJOINT_CHUNK_QUBITS: the chunks of the queued steps' groups (0: none)
         if (const char *k = std::getenv("COFACTOR_ADJOINT_CHUNK_QUBITS"); k && *k) fuser.setChunkQubits(std::atoi(k));
         // operations before the first trainable one change no derivative: the walk ends there

@@ -9,6 +9,7 @@
 #include "Error.hpp"
 #include "StateVectorDevice.hpp"
 #include "ThreadPool.hpp"
+#include "TileSweep.hpp"
 
 namespace cf {
 
@@ -18,10 +19,6 @@ int envInt(const char *name, int fallback) {
     const char *v = std::getenv(name);
     return v && *v ? std::atoi(v) : fallback;
 }
-
-// set while a tile pass applies its blocks to any tile but the first: the trace shows each
-// block once, not once per tile
-thread_local bool tTraceQuiet = false;
 
 } // namespace
 
@@ -192,7 +189,7 @@ void applyMatrix(cplx *sv, int n, std::vector<cplx> M, const int64_t *wires, int
         if (nonzeros != 1) permutation = false;
     }
     static const bool trace = std::getenv("COFACTOR_FUSION_TRACE") != nullptr;
-    if (trace && !tTraceQuiet) {
+    if (trace && !tiles::laterTile()) {
         int nz = 0;
         for (size_t j = 0; j < D * D; ++j) nz += M[j] != cplx(0);
         std::fprintf(stderr, "block bits");
@@ -388,48 +385,21 @@ void GateFuser::flushAll(cplx *sv, int n) {
 }
 
 bool GateFuser::tileable(int n, const int64_t *wires, int count) const {
-    if (tileQubits_ == 0) return false;
-    for (int i = 0; i < count; ++i)
-        if (bitOf(n, wires[i]) >= tileQubits_) return false;
-    return true;
+    return tileQubits_ != 0 && tiles::onLowBits(n, tileQubits_, wires, count);
 }
 
 void GateFuser::drain(cplx *sv, int n) {
-    std::vector<Ready> ready;
+    std::vector<tiles::Step> ready;
     ready.swap(ready_); // emptied before it runs: an exception cannot leave blocks to apply twice
     static const bool trace = std::getenv("COFACTOR_FUSION_TRACE") != nullptr;
     if (trace) std::fprintf(stderr, "tile pass of %zu blocks\n", ready.size());
-    const int t = tileQubits_;
-    struct Job {
-        cplx *sv;
-        int t;
-        uint64_t tiles;
-        int chunks;
-        const std::vector<Ready> *ready;
-    } job{sv, t, uint64_t(1) << (n - t), 0, &ready};
-    job.chunks = pool::chunkCount(job.tiles, uint64_t(1) << n);
-    pool::run(job.chunks, uint64_t(1) << n, [](void *ctx, int c) {
-        const Job &j = *static_cast<const Job *>(ctx);
-        const int outer = pool::tlsChunk;
-        pool::tlsChunk = 0; // the kernels below run in one piece (chunk 0) inside this chunk
-        for (uint64_t i = pool::chunkBegin(j.tiles, j.chunks, c); i < pool::chunkBegin(j.tiles, j.chunks, c + 1); ++i) {
-            cplx *tile = j.sv + (i << j.t);
-            tTraceQuiet = i != 0;
-            for (const Ready &r : *j.ready) {
-                if (r.fused) fusion::applyMatrix(tile, j.t, r.M, r.targets.data(), int(r.targets.size()));
-                else applyGateMatrix(tile, j.t, r.g, r.targets.data(), r.ctrls);
-            }
-        }
-        pool::tlsChunk = outer;
-        tTraceQuiet = false;
-    }, &job);
+    tiles::apply(sv, n, tileQubits_, ready);
 }
 
 void GateFuser::applyBlock(cplx *sv, int n, const Block &b) {
     static const bool trace = std::getenv("COFACTOR_FUSION_TRACE") != nullptr;
     const bool tiled = tileable(n, b.wires.data(), int(b.wires.size()));
     if (!tiled && !ready_.empty()) drain(sv, n);
-    const int64_t shift = n - tileQubits_; // wire w of the register is wire w - shift of a tile
     if (b.ops.size() == 1) {
         const Operation &op = pool_[b.ops[0]];
         if (trace) std::fprintf(stderr, "gate %lld wires %d%s\n", (long long)op.gateId, int(b.wires.size()), tiled ? " tiled" : "");
@@ -437,16 +407,7 @@ void GateFuser::applyBlock(cplx *sv, int n, const Block &b) {
             if (tiled) drain(sv, n);
             return applyOperation(sv, n, op, false);
         }
-        // as applyOperation, on the tile's register
-        Ready r;
-        const Controls c = operationControls(op);
-        for (int i = 0; i < c.size; ++i) r.ctrls.add(c.wire[i] - shift, c.value[i]);
-        const Canonical can = canonicalGate(op.gateId);
-        const int k = int(op.wires.size()) - can.builtinCtrls;
-        static const double kNone[1] = {0};
-        r.g = baseGateMatrix(can.base, op.params.empty() ? kNone : op.params.data(), k, op.adjoint);
-        for (int i = 0; i < k; ++i) r.targets.push_back(op.wires[size_t(can.builtinCtrls + i)] - shift);
-        ready_.push_back(std::move(r));
+        ready_.push_back(tiles::operationStep(op, /*inverse=*/false, n, tileQubits_));
         return;
     }
     const int q = int(b.wires.size());
@@ -493,11 +454,7 @@ void GateFuser::applyBlock(cplx *sv, int n, const Block &b) {
     for (int pos = 0; pos < q; ++pos)
         if (has[pos]) enter(pos);
     if (!tiled) return applyMatrix(sv, n, std::move(M), b.wires.data(), q);
-    Ready r;
-    r.fused = true;
-    r.M = std::move(M);
-    for (int64_t w : b.wires) r.targets.push_back(w - shift);
-    ready_.push_back(std::move(r));
+    ready_.push_back(tiles::matrixStep(std::move(M), b.wires.data(), q, n, tileQubits_));
 }
 
 void GateFuser::add(cplx *sv, int n, const Operation &op) {

@@ -47,6 +47,7 @@
 
 #include "QuantumDevice.hpp"
 #include "StateVector.hpp"
+#include "TileSweep.hpp"
 
 namespace cf {
 
@@ -127,6 +128,8 @@ class GateFuser {
     void discard();
     // The state is |0...0> (a device reset): the product prefix starts (see below).
     void startFromZero(int n);
+    // Whether the state is still |0...0> since startFromZero (no gate taken, none applied).
+    bool atZero() const { return prefix_ && !prefixDirty_; }
 
   private:
     struct Block {
@@ -139,21 +142,16 @@ class GateFuser {
     // Tiles (cache blocking). A block whose wires are all among the low tileQubits_ bits
     // maps each tile of 2^tileQubits_ consecutive amplitudes (512 KiB: the L2) to itself, so
     // consecutive such blocks need not each make a pass over a state far beyond the caches:
-    // they wait in ready_ (in order) and are applied tile by tile in ONE parallel pass,
-    // each tile by all of them while it is in the L2 (drain). Any other application, and
-    // every flush, drains first, so the order of the blocks is kept. SEL forward at n = 22:
-    // 31 block passes per call become 20. COFACTOR_FUSION_TILE_QUBITS sets the tile
-    // (log2 amplitudes; 0: off); registers below kTileMinQubits are not tiled.
-    struct Ready {
-        GateMatrix g;                 // a lone gate's matrix (its specialised kernel), or
-        std::vector<cplx> M;          // a fused block's dense matrix (fusion::applyMatrix)
-        std::vector<int64_t> targets; // wires in the tile's register of tileQubits_ qubits
-        Controls ctrls;               // a lone gate's controls, likewise
-        bool fused = false;
-    };
+    // they wait in ready_ (in order: a lone gate with its kernel's matrix, a fused block's
+    // dense matrix) and are applied tile by tile in ONE parallel pass, each tile by all of
+    // them while it is in the L2 (drain, by TileSweep.hpp's tiles::apply, which the adjoint
+    // walk's chunked groups share). Any other application, and every flush, drains first, so
+    // the order of the blocks is kept. SEL forward at n = 22: 31 block passes per call become
+    // 20. COFACTOR_FUSION_TILE_QUBITS sets the tile (log2 amplitudes; 0: off); registers
+    // below kTileMinQubits are not tiled.
     bool tileable(int n, const int64_t *wires, int count) const;
     void drain(cplx *sv, int n);
-    std::vector<Ready> ready_;
+    std::vector<tiles::Step> ready_;
     int tileQubits_ = 0;
     bool absorb(const Operation &op);
     void writePrefix(cplx *sv, int n);

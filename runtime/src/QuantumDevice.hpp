@@ -52,6 +52,10 @@ class QuantumDevice {
     virtual void sample(const int64_t *wires, int k, int64_t *out) = 0;
     virtual void counts(const int64_t *wires, int k, int64_t *out) = 0;
 
+    // cf_rt_tape_start: the tape's gates start from the state as it is now (a device may
+    // note whether that is |0...0>; StateVectorDevice's adjoint Jacobian then writes the
+    // state after the tape's leading one-wire gates instead of walking back to it).
+    virtual void tapeStarting() {}
     // d<obs_i>/d(param j) of the current state, for a tape of gates that produced it.
     virtual void adjointJacobian(const std::vector<Operation> &tape, int64_t numParams,
                                  const std::vector<const Observable *> &obs, double *jac) = 0;

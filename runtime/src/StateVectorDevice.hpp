@@ -59,6 +59,7 @@ class StateVectorDevice final : public QuantumDevice {
     void sample(const int64_t *wires, int k, int64_t *out) override;
     void counts(const int64_t *wires, int k, int64_t *out) override;
 
+    void tapeStarting() override { tapeFromZero_ = fuser_.atZero(); }
     void adjointJacobian(const std::vector<Operation> &tape, int64_t numParams,
                          const std::vector<const Observable *> &obs, double *jac) override;
 
@@ -86,6 +87,7 @@ class StateVectorDevice final : public QuantumDevice {
     std::mt19937_64 rng_;
     bool entropySeeded_ = false; // the stream came from std::random_device, not a seed
     GateFuser fuser_;
+    bool tapeFromZero_ = false; // the recorded tape started from |0...0> (tapeStarting)
 };
 
 } // namespace cf

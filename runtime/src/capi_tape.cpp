@@ -88,7 +88,7 @@ extern "C" {
 
 void cf_rt_tape_start(void) {
     guardedVoid("cf_rt_tape_start", [] {
-        device();
+        device().tapeStarting();
         ctx.tape.clear();
         ctx.tapeParams = 0;
         ctx.recordedResults.clear();

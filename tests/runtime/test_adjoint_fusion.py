@@ -61,6 +61,11 @@ def _record(rt, n: int, length: int, seed: int, pauli_rot: bool) -> None:
     of either value), unitaries and (if pauli_rot) Pauli rotations."""
     rng = np.random.default_rng(seed)
     rt.tape_start()
+    _record_gates(rt, n, length, rng, pauli_rot)
+    rt.tape_stop()
+
+
+def _record_gates(rt, n: int, length: int, rng, pauli_rot: bool) -> None:
     for _ in range(length):
         r = rng.random()
         if r < 0.08:
@@ -95,7 +100,6 @@ def _record(rt, n: int, length: int, seed: int, pauli_rot: bool) -> None:
             ctrls=ctrls,
             cvals=cvals,
         )
-    rt.tape_stop()
 
 
 def _observables(rt, n: int, seed: int) -> list[int]:
@@ -152,13 +156,16 @@ def test_fused_backward_adjoint_fusion_knob(rt, monkeypatch):
 
 
 @pytest.mark.parametrize("chunk", ["15", "3"])
-def test_fused_backward_sel_matches_pennylane(rt, monkeypatch, chunk):
+@pytest.mark.parametrize("product", ["1", "0"])
+def test_fused_backward_sel_matches_pennylane(rt, monkeypatch, chunk, product):
     """A StronglyEntanglingLayers Jacobian with the backward pass fused (half of its
     rotations as RZ RY RZ), against PennyLane; chunk 3: the queued steps on the low three
-    bits go chunk by chunk."""
+    bits go chunk by chunk; product 1 (the default): phi at the first layer is written as
+    the product state of its rotations, 0: walked back."""
     import pennylane as qml
 
     monkeypatch.setenv("COFACTOR_ADJOINT_CHUNK_QUBITS", chunk)
+    monkeypatch.setenv("COFACTOR_ADJOINT_PRODUCT_PREFIX", product)
     n, layers = 6, 3
     weights = np.random.default_rng(5).normal(size=(layers, n, 3))
     for name, value in (("FUSION", "1"), ("FUSION_QUBITS", "3"), ("FUSION_MIN_QUBITS", "0")):
@@ -189,7 +196,7 @@ def test_fused_backward_sel_matches_pennylane(rt, monkeypatch, chunk):
     expected = qml.jacobian(lambda w: qml.math.stack(circuit(w)))(
         qml.numpy.array(weights, requires_grad=True)
     )
-    np.testing.assert_allclose(jac, np.reshape(expected, (2, -1)), atol=1e-10)
+    np.testing.assert_allclose(jac, np.reshape(expected, (2, -1)), atol=1e-12, rtol=0)
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 3, 4])
@@ -220,5 +227,60 @@ def test_fused_backward_default_chunks_match_unfused(rt, monkeypatch):
     ref, _ = _jacobians(rt, monkeypatch, n, 80, seed, True, fusion=False)
     assert np.max(np.abs(ref)) > 1e-2
     got, single = _jacobians(rt, monkeypatch, n, 80, seed, True, True, 3)
+    np.testing.assert_allclose(got, ref, atol=1e-12, rtol=0)
+    np.testing.assert_allclose(single, ref, atol=1e-12, rtol=0)
+
+
+ONE_WIRE = ["RX", "RY", "RZ", "Rot", "PhaseShift", "U3", "Hadamard", "T", "SX", "PauliY"]
+
+
+def _prefix_jacobians(rt, monkeypatch, n, seed, prep, fusion, product, chunk):
+    """A tape that starts with one-wire gates (several per wire, trainable and constant,
+    adjoint or not, one-wire unitaries), then a random program; prep: gates applied before
+    the tape starts (not recorded), so that the tape does not start from |0...0>."""
+    monkeypatch.setenv("COFACTOR_FUSION", "1" if fusion else "0")
+    monkeypatch.setenv("COFACTOR_FUSION_QUBITS", "3")
+    monkeypatch.setenv("COFACTOR_FUSION_MIN_QUBITS", "0")
+    monkeypatch.setenv("COFACTOR_ADJOINT_PRODUCT_PREFIX", product)
+    monkeypatch.setenv("COFACTOR_ADJOINT_CHUNK_QUBITS", chunk)
+    monkeypatch.delenv("COFACTOR_ADJOINT_MAX_BATCH", raising=False)
+    rng = np.random.default_rng(seed)
+    rt.acquire(n)
+    if prep:
+        rt.gate("RX", [0.7], [0])
+        rt.gate("CNOT", [], [0, n - 1])
+    rt.tape_start()
+    for _ in range(3 * n):
+        w = int(rng.integers(n))
+        if rng.random() < 0.15:
+            rt.unitary(unitary_group.rvs(2, random_state=rng), [w], adjoint=bool(rng.integers(2)))
+            continue
+        name = str(rng.choice(ONE_WIRE))
+        _, num_params, _ = rt.gates[name]
+        rt.gate(name, rng.normal(size=num_params), [w], adjoint=bool(rng.integers(2)))
+    _record_gates(rt, n, 50, rng, pauli_rot=True)
+    rt.tape_stop()
+    obs = _observables(rt, n, seed)
+    batched = rt.adjoint_jacobian(obs)
+    monkeypatch.setenv("COFACTOR_ADJOINT_MAX_BATCH", "1")
+    single = rt.adjoint_jacobian(obs)
+    return batched, single
+
+
+@pytest.mark.parametrize("prep", [False, True])
+@pytest.mark.parametrize("chunk", ["0", "3"])
+@pytest.mark.parametrize("seed", [3, 4])
+def test_product_prefix_matches_walked_phi(rt, monkeypatch, prep, chunk, seed):
+    """From |0...0>, the walk writes phi as the product state of the tape's leading one-wire
+    gates where it reaches them (AdjointFusion.hpp, "Product prefix"): the Jacobian is the
+    one with phi walked back (COFACTOR_ADJOINT_PRODUCT_PREFIX=0) and the unfused one, to
+    1e-12. With gates applied before the tape starts (prep) the tape does not start from
+    |0...0>: the product state must not be used, and the Jacobian is still the unfused one."""
+    n = 6
+    ref, _ = _prefix_jacobians(rt, monkeypatch, n, seed, prep, False, "1", chunk)
+    assert np.max(np.abs(ref)) > 1e-2
+    walked, _ = _prefix_jacobians(rt, monkeypatch, n, seed, prep, True, "0", chunk)
+    got, single = _prefix_jacobians(rt, monkeypatch, n, seed, prep, True, "1", chunk)
+    np.testing.assert_allclose(walked, ref, atol=1e-12, rtol=0)
     np.testing.assert_allclose(got, ref, atol=1e-12, rtol=0)
     np.testing.assert_allclose(single, ref, atol=1e-12, rtol=0)

@@ -128,6 +128,8 @@ def test_results_bitwise_equal_for_1_2_3_threads(seed, tmp_path):
             # fused blocks on the low wires in tile passes (GateFuser::drain) run in parallel too
             COFACTOR_FUSION_TILE_QUBITS="8",
             COFACTOR_FUSION_TILE_MIN_QUBITS=str(N),
+            # and so do the adjoint walk's chunked groups (the same tile pass, TileSweep.hpp)
+            COFACTOR_ADJOINT_CHUNK_QUBITS="8",
         )
         proc = subprocess.run(
             [sys.executable, "-c", DETERMINISM.format(here=here, seed=seed, out=out)],
