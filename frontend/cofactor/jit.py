@@ -5,7 +5,8 @@ Follow one call from the top:
 1. `QJIT.__call__` computes the call's *signature*: the shape and dtype of every dynamic
    argument leaf, the argument tree, and the values of static arguments.
 2. The signature is looked up in the compilation cache; a miss may still reuse a binary whose
-   signature the arguments promote to (int -> float64, bool -> int64, ...).
+   signature the arguments promote to (int -> float64, int32 -> int64, ...; bool never:
+   bool arithmetic differs from int arithmetic).
 3. Otherwise `_compile` traces the function (`_trace`: tracers in, MLIR module out), hands
    the text to the compiler driver (`cofactor.compiler.compile_module`), and loads the
    library into a `Launcher`.

@@ -149,6 +149,12 @@ def _is_array_list(x: Any) -> bool:
 
 
 def _promotes(src: BufferSpec, dst: BufferSpec) -> bool:
+    # bool never promotes: a binary traced for ints computes `~x`, `x + x` or `x - y` as
+    # integers (-2, 2) where numpy on bools gives logical results (False, True), so a bool
+    # argument gets its own compilation. int -> float keeps Catalyst's promotion: the values
+    # agree, only the result dtype follows the compiled signature.
+    if src.dtype == np.bool_ and dst.dtype != np.bool_:
+        return False
     return src.shape == dst.shape and np.can_cast(src.dtype, dst.dtype, "safe")
 
 

@@ -34,11 +34,16 @@ def test_caching_and_promotion_follow_catalyst():
     assert f.compile_count == 3
 
 
-def test_bool_promotes_to_int():
-    f = qjit(lambda n: n * 2)
-    assert f(3) == 6
-    assert f(True) == 2
-    assert f.compile_count == 1
+def test_bool_gets_its_own_compilation():
+    """A binary traced for ints would compute bool arithmetic as ints (~True == -2)."""
+    f = qjit(lambda n: ~n)
+    assert f(3) == -4
+    assert f(True) == np.invert(True)  # False, as numpy: not the int binary's -2
+    assert f.compile_count == 2
+    g = qjit(lambda x: x + x)
+    np.testing.assert_array_equal(g(np.array([1, 0])), [2, 0])
+    np.testing.assert_array_equal(g(np.array([True, False])), [True, False])
+    assert g.compile_count == 2
 
 
 def test_aot_from_annotations():
