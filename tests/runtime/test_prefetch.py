@@ -6,14 +6,10 @@ bits, and COFACTOR_PREFETCH selects the mode at load (a bad value is reported an
 from __future__ import annotations
 
 import ctypes
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-
-from cofactor.runtime_lib import library_path
+from runtime_child import run_against_runtime
 
 # 17 qubits: gates on every bit reach every path of forEachRunAhead -- lane bits 0-1
 # (chunked kernels), runs shorter than a piece (bits 2-5), the tile ahead (bits 6-12) and
@@ -88,18 +84,9 @@ SCRIPT = (
 
 
 def _mode_in_new_process(value):
-    env = {k: v for k, v in os.environ.items() if k != "COFACTOR_PREFETCH"}
-    if value is not None:
-        env["COFACTOR_PREFETCH"] = value
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(library_path())],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return int(proc.stdout.split()[-1]), proc.stderr
+    env = {} if value is None else {"COFACTOR_PREFETCH": value}
+    stdout, stderr = run_against_runtime(SCRIPT, ("COFACTOR_PREFETCH",), **env)
+    return int(stdout.split()[-1]), stderr
 
 
 @pytest.mark.parametrize("value", list(MODES))

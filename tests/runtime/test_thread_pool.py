@@ -15,8 +15,9 @@ import sys
 
 import numpy as np
 import pytest
+from runtime_child import run_against_runtime
 
-from cofactor.runtime_lib import check_threads_env, library_path
+from cofactor.runtime_lib import check_threads_env
 
 N = 17
 ONE_QUBIT = ["Hadamard", "SX", "T", "RX", "RY", "RZ", "PhaseShift", "Rot", "U2", "U3"]
@@ -169,19 +170,10 @@ SCRIPT = (
 
 
 def _threads_in_new_process(**env_vars):
-    drop = ("COFACTOR_NUM_THREADS", "OMP_NUM_THREADS")
-    env = {k: v for k, v in os.environ.items() if k not in drop}
-    env.update(env_vars)
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(library_path())],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    line = [x for x in proc.stdout.splitlines() if x.startswith("threads ")][-1]
-    return int(line.split()[1]), proc.stderr
+    unset = ("COFACTOR_NUM_THREADS", "OMP_NUM_THREADS")
+    stdout, stderr = run_against_runtime(SCRIPT, unset, **env_vars)
+    line = [x for x in stdout.splitlines() if x.startswith("threads ")][-1]
+    return int(line.split()[1]), stderr
 
 
 def test_thread_count_from_the_environment():
