@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from cofactor.tracing import context
+from cofactor.tracing import context, pennylane_numpy
 
 _LOCAL = threading.local()
 
@@ -124,7 +124,6 @@ def capture_numpy_constructors() -> Iterator[None]:
     and PennyLane's `like="jax"` arrays are numpy's."""
     import autoray.autoray
 
-    from cofactor.tracing import pennylane_numpy
     from cofactor.tracing.host_arrays import CONSTRUCTORS, make_constructor
 
     replaced = [
