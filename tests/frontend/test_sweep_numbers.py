@@ -6,36 +6,15 @@ with a traced step (a negative one ran zero times; zero hung), `np.vdot` of comp
 from __future__ import annotations
 
 import itertools
-import os
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
+from isolated_run import run_isolated
 
 import cofactor
 from cofactor import for_loop
 
 pytestmark = pytest.mark.needs_toolchain
-
-
-def run_isolated(source: str) -> str:
-    """Runs `source` in a fresh interpreter; fails on a crash or an exception."""
-    env = dict(os.environ)
-    frontend = str(Path(cofactor.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join([frontend, env.get("PYTHONPATH", "")])
-    prelude = "import numpy as np, cofactor\n"
-    run = subprocess.run(
-        [sys.executable, "-c", prelude + textwrap.dedent(source)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, f"exit status {run.returncode}\n{run.stdout}\n{run.stderr}"
-    return run.stdout
 
 
 def test_integer_division_by_zero_is_numpys_zero_not_a_crash():
@@ -59,7 +38,8 @@ def test_integer_division_by_zero_is_numpys_zero_not_a_crash():
         assert np.array_equal(cofactor.qjit(lambda a, b: a // b)(big_a, big_b), big_a // big_b)
         assert np.array_equal(cofactor.qjit(lambda a, b: a % b)(big_a, big_b), big_a % big_b)
         print("ok")
-        """
+        """,
+        timeout=300,
     )
     assert out.strip() == "ok"
 
