@@ -28,6 +28,7 @@ from cofactor.ir.builder import memref_type
 from cofactor.tracing import array_views, context
 from cofactor.tracing.aliasing import assign, share_memory
 from cofactor.tracing.array_loops import ELEMENTWISE_MAX
+from cofactor.tracing.memref_elements import load_element, load_elements
 from cofactor.tracing.numpy_rules import (
     _in_memory,
     _objarr,
@@ -40,7 +41,7 @@ from cofactor.tracing.numpy_rules import (
     scalar_ufunc,
 )
 from cofactor.tracing.runtime_errors import call_if
-from cofactor.tracing.tracer import BOOL, COMPLEX, INT, Scalar, Tracer, _load_one, load_elements
+from cofactor.tracing.tracer import BOOL, COMPLEX, INT, Scalar, Tracer
 
 #: the runtime function compiled code calls on an out-of-range traced index
 INDEX_ERROR_FN = "cf_rt_index_error"
@@ -135,7 +136,7 @@ def _getitem(t: Tracer, key: Any) -> Tracer:
         lazy = t._memref
         scalar = lazy.loaded.get(flat)
         if scalar is None:
-            scalar = _load_one(lazy, t._shape, t.dtype, flat)
+            scalar = load_element(lazy, t._shape, t.dtype, flat)
         elems = np.empty((), dtype=object)
         elems[()] = scalar
         return Tracer(elems, t.dtype)

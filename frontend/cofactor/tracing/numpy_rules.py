@@ -49,7 +49,6 @@ from cofactor.tracing.tracer import (
     INT,
     Scalar,
     Tracer,
-    _LazyMemref,
     normalize_dtype,
 )
 
@@ -597,5 +596,4 @@ __all__ = [
     "scalar_real",
     "scalar_ufunc",
     "store_tracer",
-    "_LazyMemref",
 ]

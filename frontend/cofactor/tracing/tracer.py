@@ -2,8 +2,9 @@
 
 A `Tracer` has a static shape and one of the supported dtypes (float64, int64, bool,
 complex128). Its data is either a memref (arrays in memory: entry arguments, QNode results,
-results of loop nests), from which elements are loaded only on first use, or an object
-array of `Scalar`s, one SSA value per element (complex: an (re, im) pair). Numpy functions
+results of loop nests), from which elements are loaded only on first use
+(`memref_elements`), or an object array of `Scalar`s, one SSA value per element (complex:
+an (re, im) pair). Numpy functions
 reach the tracer through `__array_ufunc__` / `__array_function__` and are turned into IR by
 `numpy_rules`.
 
@@ -26,11 +27,11 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 from xdsl.ir import Block, Operation, SSAValue
 
 from cofactor.errors import CompileError
-from cofactor.ir.builder import index_constant_op, link_op, load_op
 from cofactor.tracing import context
 from cofactor.tracing.aliasing import REGION as _REGION
 from cofactor.tracing.concrete import _NoConcreteValue
 from cofactor.tracing.host_arrays import HostArray
+from cofactor.tracing.memref_elements import LazyMemref, load_all, load_element
 from cofactor.tracing.scalar import (  # noqa: F401  (re-exported: the tracer's public names)
     BOOL,
     COMPLEX,
@@ -39,26 +40,6 @@ from cofactor.tracing.scalar import (  # noqa: F401  (re-exported: the tracer's 
     Scalar,
     normalize_dtype,
 )
-
-
-class _LazyMemref:
-    """An array that lives in a memref: elements are loaded on first use, right after the op
-    that made the memref's contents final (so the loads dominate every later use)."""
-
-    __slots__ = ("ref", "anchor", "loaded", "indices", "indices_end")
-
-    def __init__(self, ref: SSAValue, anchor: Operation | Block) -> None:
-        self.ref = ref
-        self.anchor = anchor  # an op (load after it) or a block (load at its start)
-        # row-major position -> its Scalar: every load of an element sits at the same point
-        # (right after the anchor), so one load serves every read (x[w] in a gate loop)
-        self.loaded: dict[int, Scalar] = {}
-        # index value -> its `arith.constant`, shared by every load of this memref (16 reads
-        # x[l, w, k] made 38 constants, two fifths of a 4-qubit circuit's ops, each built,
-        # walked by the fingerprint, printed and lowered); the loads go right below the
-        # first constants made (`indices_end`), later constants above them (`_load_one`)
-        self.indices: dict[int, SSAValue] = {}
-        self.indices_end: Operation | None = None
 
 
 class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
@@ -77,7 +58,7 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
         elems: np.ndarray | None,
         dtype: np.dtype,
         *,
-        memref: _LazyMemref | None = None,
+        memref: LazyMemref | None = None,
         shape: tuple[int, ...] | None = None,
     ) -> None:
         self.dtype = np.dtype(dtype)
@@ -93,7 +74,7 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
     def from_memref(
         cls, ref: SSAValue, shape: tuple[int, ...], dtype: np.dtype, anchor: Operation | Block
     ) -> Tracer:
-        return cls(None, dtype, memref=_LazyMemref(ref, anchor), shape=shape)
+        return cls(None, dtype, memref=LazyMemref(ref, anchor), shape=shape)
 
     @classmethod
     def scalar(cls, value: Any, dtype: np.dtype) -> Tracer:
@@ -106,7 +87,7 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
     def elems(self) -> np.ndarray:
         """The object array of `Scalar`s (loading from the memref if needed)."""
         if self._elems is None:
-            self._elems = _load_all(self._memref, self._shape, self.dtype)
+            self._elems = load_all(self._memref, self._shape, self.dtype)
         return self._elems
 
     @property
@@ -200,7 +181,7 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
                     if size <= _SMALL_ARRAY_MAX:
                         scalar = lazy.loaded.get(flat)
                         if scalar is None:
-                            scalar = _load_one(lazy, shape, self.dtype, flat)
+                            scalar = load_element(lazy, shape, self.dtype, flat)
                         return _scalar_tracer(scalar, self.dtype)
         return _getitem_function()(self, key)
 
@@ -362,31 +343,6 @@ class Tracer(_NoConcreteValue, NDArrayOperatorsMixin):
         return [self[i] for i in range(len(self))] if self.ndim else self
 
 
-def _load_all(lazy: _LazyMemref, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """Emit loads of every element of `lazy.ref` right after its anchor; returns the Scalars."""
-    return load_elements(lazy, shape, dtype, np.arange(int(np.prod(shape))).reshape(shape))
-
-
-def load_elements(
-    lazy: _LazyMemref, shape: tuple[int, ...], dtype: np.dtype, flat_ids: np.ndarray
-) -> np.ndarray:
-    """Load the elements at row-major positions `flat_ids` (any shape) of an array of `shape`
-    stored in `lazy.ref`. The loads go right after the memref's anchor, so they dominate every
-    later use; returns an object array of Scalars shaped like `flat_ids`."""
-    out = np.empty(flat_ids.shape, dtype=object)
-    loaded = lazy.loaded
-    if not flat_ids.ndim:  # one element (`x[i, j, k]`, once per gate angle): no index arrays
-        flat = int(flat_ids)
-        scalar = loaded.get(flat)
-        out[()] = scalar if scalar is not None else _load_one(lazy, shape, dtype, flat)
-        return out
-    for pos in np.ndindex(*flat_ids.shape):
-        flat = int(flat_ids[pos])
-        scalar = loaded.get(flat)
-        out[pos] = scalar if scalar is not None else _load_one(lazy, shape, dtype, flat)
-    return out
-
-
 def _scalar_tracer(scalar: Scalar, dtype: np.dtype) -> Tracer:
     """`Tracer(<0-d object array of scalar>, dtype)` for a `dtype` that is already a numpy
     dtype (an element read: once per gate angle)."""
@@ -412,64 +368,6 @@ def _getitem_function() -> Any:
     from cofactor.tracing.indexing import getitem  # (imports this module)
 
     return getitem
-
-
-def _load_one(lazy: _LazyMemref, shape: tuple[int, ...], dtype: np.dtype, flat: int) -> Scalar:
-    """The load of the element at row-major position `flat` (a complex one: its real, then
-    imaginary part), right after the memref's anchor, so that it dominates every later use.
-    Index constants are the memref's (`lazy.indices`): a new one goes at the top, right
-    after the anchor; the loads go below the first constants made (`lazy.indices_end`), so
-    every constant is above every load. Built without numpy's index helpers and the
-    builder's insertion points, which cost more than the ops (`x[i, j, k]` is read once per
-    gate angle)."""
-    coords = []
-    rest = flat
-    for n in reversed(shape):
-        rest, i = divmod(rest, n)
-        coords.append(i)
-    coords.reverse()
-    anchor = lazy.anchor
-    if type(anchor) is Block:
-        block, top = anchor, anchor.first_op
-    else:
-        block, top = anchor.parent_block(), anchor.next_op
-        if block is None:
-            raise ValueError("Operation insertion point must have a parent block")
-    consts = lazy.indices
-    end = lazy.indices_end
-    if end is not None and end.parent is not block:  # (moved or erased since: start again)
-        consts.clear()
-        end = lazy.indices_end = None
-
-    # the index constants of the element's coordinates (and of its real and imaginary
-    # parts), reused while still in `block` (`.op.parent`: their op's block; they are
-    # results of `arith.constant`s)
-    complex_ = dtype == COMPLEX
-    values = []
-    for i in [*coords, 0, 1] if complex_ else coords:
-        value = consts.get(i)
-        if value is None or value.op.parent is not block:
-            op = index_constant_op(i)
-            link_op(op, block, top)
-            value = consts[i] = op.results[0]
-        values.append(value)
-    ref = lazy.ref
-    if complex_:
-        ids = values[:-2]
-        ops = [load_op(ref, [*ids, values[-2]]), load_op(ref, [*ids, values[-1]])]
-    else:
-        ops = [load_op(ref, values)]
-    if end is None and consts:  # the first constants: the last one made is the lowest
-        end = lazy.indices_end = block.last_op if top is None else top.prev_op
-    before = top if end is None else end.next_op
-    for op in ops:
-        link_op(op, block, before)
-    if complex_:
-        scalar = Scalar((ops[0].results[0], ops[1].results[0]), dtype)
-    else:
-        scalar = Scalar(ops[0].results[0], dtype)
-    lazy.loaded[flat] = scalar
-    return scalar
 
 
 def _is_foreign(other: Any) -> bool:
