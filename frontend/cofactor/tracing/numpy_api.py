@@ -1,7 +1,7 @@
 """The numpy protocol entry points for tracers, with every rule module registered.
 
-`numpy_rules` holds the core tables; `elementwise`, `logic`, `linalg`, `arrays` and
-`array_extras` add rules to them when imported; `function_options` then wraps them all
+`numpy_rules` holds the core tables; `reductions`, `elementwise`, `logic`, `linalg`,
+`arrays` and `array_extras` add rules to them when imported; `function_options` then wraps them all
 (numpy keywords such as `out=`, `where=`, `initial=`). The tracer's `__array_ufunc__` /
 `__array_function__` import from here, so all rules are in place before numpy first
 reaches a tracer (and the rule modules can import `numpy_rules` without an import cycle).
@@ -18,6 +18,7 @@ from cofactor.tracing import (  # noqa: F401  (registration)
     linalg,
     logic,
     matrix_exp,
+    reductions,
 )
 from cofactor.tracing.numpy_rules import (
     array_function,

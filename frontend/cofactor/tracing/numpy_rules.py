@@ -10,9 +10,9 @@ Anything not in the tables raises a `CompileError` naming the function (with a h
 functions in `REFUSED_FUNCTIONS`).
 
 The rules are split by concept: `element_rules` (per-element IR of each ufunc), `scalars`
-(constants, casts, `scalar_ufunc`), this module (array-level dispatch, `out=`, structural and
-reduction functions; each tries the loop nests of `array_rules`/`array_views` first, which
-take large arrays in memory), and `elementwise`, `logic`, `linalg`, `arrays`, which add
+(constants, casts, `scalar_ufunc`), this module (array-level dispatch, `out=`, structural
+functions; each tries the loop nests of `array_rules`/`array_views` first, which take large
+arrays in memory), and `reductions`, `elementwise`, `logic`, `linalg`, `arrays`, which add
 their rules to `FUNCTION_RULES` when `numpy_api` imports them.
 """
 
@@ -43,10 +43,8 @@ from cofactor.tracing.scalars import (  # re-exported: other modules import them
     scalar_ufunc,
 )
 from cofactor.tracing.tracer import (
-    BOOL,
     COMPLEX,
     FLOAT,
-    INT,
     Scalar,
     Tracer,
     normalize_dtype,
@@ -217,118 +215,6 @@ def _reduce(ufunc: np.ufunc, x: Any, axis: Any) -> Tracer:
     return _wrap(fn.reduce(t.elems, axis=axis))
 
 
-def _sum(a, axis=None, dtype=None, keepdims=False, **kw):
-    looped = array_rules.reduce(np.add, a, axis, keepdims, dtype)
-    if looped is not None:
-        return looped
-    t = as_tracer(a)
-    src = t if dtype is None else cast_tracer(t, normalize_dtype(dtype))
-    if src.dtype == BOOL:
-        src = cast_tracer(src, INT)
-    if t.size == 0:
-        return _wrap(
-            np.zeros(np.sum(np.zeros(t.shape), axis=axis, keepdims=keepdims).shape, src.dtype)
-        )
-    return _wrap(np.sum(src.elems, axis=axis, keepdims=keepdims))
-
-
-def _prod(a, axis=None, dtype=None, keepdims=False, **kw):
-    looped = array_rules.reduce(np.multiply, a, axis, keepdims, dtype)
-    if looped is not None:
-        return looped
-    t = as_tracer(a)
-    src = t if dtype is None else cast_tracer(t, normalize_dtype(dtype))
-    if src.dtype == BOOL:
-        src = cast_tracer(src, INT)
-    result = _wrap(np.prod(src.elems, axis=axis, keepdims=keepdims))
-    # (an empty axis gives Python 1s, an empty result no elements: numpy's dtype is src's)
-    return result if result.dtype == src.dtype else cast_tracer(result, src.dtype)
-
-
-def _mean(a, axis=None, keepdims=False, **kw):
-    looped = array_rules.mean(a, axis, keepdims) if not kw.get("dtype") else None
-    if looped is not None:
-        return looped
-    t = as_tracer(a)
-    total = _sum(t, axis=axis, keepdims=keepdims)
-    n = t.size if axis is None else int(np.prod([t.shape[i] for i in np.atleast_1d(axis)]))
-    return np.true_divide(cast_tracer(total, COMPLEX if t.dtype == COMPLEX else FLOAT), float(n))
-
-
-def _reduce_fn(ufunc: np.ufunc):
-    def rule(a, axis=None, keepdims=False, **kw):
-        looped = array_rules.reduce(ufunc, a, axis, keepdims)
-        if looped is not None:
-            return looped
-        fn = np.frompyfunc(lambda x, y: scalar_ufunc(ufunc, x, y), 2, 1)
-        t = as_tracer(a)
-        result = _wrap(_reduce_axes(fn, t.elems, axis, keepdims))
-        if result.size == 0:  # (no elements to tell the dtype: numpy's loop's)
-            return Tracer(result.elems, _loop_dtypes(ufunc, [t.dtype, t.dtype])[1])
-        return result
-
-    return rule
-
-
-def _reduce_axes(fn: np.ufunc, elems: np.ndarray, axis: Any, keepdims: bool) -> Any:
-    """`fn.reduce` over `axis` (None, an int or a tuple, as numpy takes them). A frompyfunc
-    ufunc reduces over one axis only, so the reduced axes are moved last and merged."""
-    shape = elems.shape
-    nd = len(shape)
-    axes = tuple(range(nd)) if axis is None else tuple(np.atleast_1d(axis).tolist())
-    if any(not -nd <= a < nd for a in axes):
-        raise CompileValueError(f"axis {axis} is out of bounds for an array of dimension {nd}")
-    if len({a % nd for a in axes}) != len(axes):
-        raise CompileValueError(f"duplicate value in 'axis': {axis}")
-    axes = tuple(sorted(a % nd for a in axes))
-    kept = [i for i in range(len(shape)) if i not in axes]
-    merged = int(np.prod([shape[i] for i in axes], dtype=int))
-    moved = np.transpose(elems, kept + list(axes)).reshape([shape[i] for i in kept] + [merged])
-    res = fn.reduce(moved, axis=-1)
-    if keepdims:
-        res = np.reshape(res, [1 if i in axes else d for i, d in enumerate(shape)])
-    return res
-
-
-def _argext(pred: np.ufunc):
-    """argmax/argmin, flattened or along an axis (first occurrence wins, as in numpy; so
-    does the first NaN)."""
-
-    def rule(a, axis=None, out=None, *, keepdims=False):
-        t = as_tracer(a)
-        if t.ndim == 0 and axis in (0, -1):  # numpy: a 0-d array is its own row
-            axis = None
-        elems = t.elems.reshape(-1) if axis is None else np.moveaxis(t.elems, axis, -1)
-        if elems.shape[-1] == 0:
-            raise CompileValueError("numpy.argmax/argmin of an empty sequence")
-        if t.dtype.kind == "f":
-            # numpy: the first NaN wins (a NaN compares false with everything)
-            def better_than_scalar(x, y):
-                nan_x = scalar_ufunc(np.not_equal, x, x)
-                not_nan_y = scalar_ufunc(np.equal, y, y)
-                first_nan = scalar_ufunc(np.logical_and, nan_x, not_nan_y)
-                return scalar_ufunc(np.logical_or, scalar_ufunc(pred, x, y), first_nan)
-
-            better_than = np.frompyfunc(better_than_scalar, 2, 1)
-        else:
-            better_than = np.frompyfunc(lambda x, y: scalar_ufunc(pred, x, y), 2, 1)
-        select = np.frompyfunc(_select, 3, 1)
-        best = elems[..., 0]
-        idx = np.full(best.shape, const_scalar(0, INT), dtype=object)
-        for i in range(1, elems.shape[-1]):
-            better = better_than(elems[..., i], best)
-            best = select(better, elems[..., i], best)
-            idx = select(better, const_scalar(i, INT), idx)
-        result = as_tracer(idx)
-        if keepdims:
-            return (
-                np.reshape(result, (1,) * t.ndim) if axis is None else np.expand_dims(result, axis)
-            )
-        return result
-
-    return rule
-
-
 def _select(c: Scalar, x: Any, y: Any) -> Scalar:
     dtype = normalize_dtype(np.result_type(python_dtype(x), python_dtype(y)))
     return select_scalar(c, x, y, dtype)
@@ -489,14 +375,6 @@ def _clip(a, a_min, a_max, **kw):
     return as_tracer(t)
 
 
-def _cumsum(a, axis=None, **kw):
-    t = as_tracer(a)
-    if t.dtype == BOOL:
-        t = cast_tracer(t, INT)
-    elems = t.elems.reshape(-1) if axis is None else t.elems
-    return _wrap(np.cumsum(elems, axis=0 if axis is None else axis))
-
-
 def _angle(z, deg=False):
     t = as_tracer(z)
     a = np.arctan2(np.imag(t), np.real(t))
@@ -509,16 +387,6 @@ def _result_type(*args):
 
 #: numpy function -> rule. The rule receives the function's own arguments.
 FUNCTION_RULES: dict[Callable, Callable] = {
-    np.sum: _sum,
-    np.prod: _prod,
-    np.mean: _mean,
-    np.max: _reduce_fn(np.maximum),
-    np.min: _reduce_fn(np.minimum),
-    np.amax: _reduce_fn(np.maximum),
-    np.amin: _reduce_fn(np.minimum),
-    np.argmax: _argext(np.greater),
-    np.argmin: _argext(np.less),
-    np.cumsum: _cumsum,
     np.where: _where,
     np.clip: _clip,
     np.reshape: _rearranging(np.reshape, permutes=False),
