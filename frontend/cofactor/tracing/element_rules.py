@@ -159,14 +159,24 @@ def _neg(b, k, x):
 
 def _abs(b, k, x):
     if k == "c":
-        sq = b.binary(
-            arith.AddfOp, b.binary(arith.MulfOp, x[0], x[0]), b.binary(arith.MulfOp, x[1], x[1])
-        )
-        return b.math(math.SqrtOp, sq)
+        return _hypot(b, "f", x[0], x[1])
     if k == "f":
-        return b.generic("math.abs", [x], f64)  # MLIR 15 spelling (xDSL: math.absf)
+        return _fabs(b, x)
     neg = b.binary(arith.SubiOp, b.const(0, i64), x)
     return b.select(b.cmpi("slt", x, b.const(0, i64)), neg, x)
+
+
+def _fabs(b, x):
+    """|x| with gradient 0 at x = 0 (autograd's, PennyLane's default interface; JAX's is 1):
+    a constant +0.0 there, which is also numpy's |-0.0|."""
+    zero = b.const(0.0, f64)
+    return b.select(b.cmpf("oeq", x, zero), zero, _magnitude(b, x))
+
+
+def _magnitude(b, x):
+    """`math.abs`: its derivative at 0 is Enzyme's (+-1), which formulas such as arcsinh's
+    need there."""
+    return b.generic("math.abs", [x], f64)  # MLIR 15 spelling (xDSL: math.absf)
 
 
 def _sign(b, k, x):
@@ -180,13 +190,32 @@ def _sign(b, k, x):
     return b.select(b.cmpi("slt", x, zero), b.const(-1, i64), pos)
 
 
+def _balanced_tie(b, pick, x, y):
+    """`pick` (the larger/smaller of floats x, y), but where x == y (finite) the mean of
+    both, so that the gradient splits 0.5/0.5 between them, as autograd's (PennyLane's
+    default interface) and JAX's do, instead of all going to one side. The value there is
+    exactly numpy's: y - ((y - x) * 0.5 + 0.0) is y for equal finite floats, the `+ 0.0`
+    keeping y's sign when y is -0.0 and x +0.0 (numpy's array loops of maximum, minimum,
+    fmax and fmin return y on a tie)."""
+    base, other = y, x
+    half = b.binary(arith.MulfOp, b.binary(arith.SubfOp, base, other), b.const(0.5, f64))
+    offset = b.binary(arith.AddfOp, half, b.const(0.0, f64))
+    mean = b.binary(arith.SubfOp, base, offset)
+    finite = b.cmpf("one", _magnitude(b, x), b.const(float("inf"), f64))
+    tie = b.binary(arith.AndIOp, b.cmpf("oeq", x, y), finite)
+    return b.select(tie, mean, pick)
+
+
 def _minmax(pred_f: str, pred_i: str, nan_propagating: bool):
     def rule(b, k, x, y):
         if k == "f":
             pick = b.select(b.cmpf(pred_f, x, y), x, y)
+            pick = _balanced_tie(b, pick, x, y)
             if nan_propagating:  # np.maximum/minimum return NaN if either is NaN
                 pick = b.select(b.cmpf("uno", x, x), x, pick)
                 pick = b.select(b.cmpf("uno", y, y), y, pick)
+            else:  # np.fmax/fmin return the other one if one is NaN
+                pick = b.select(b.cmpf("uno", y, y), x, pick)
             return pick
         if k == "b":
             return b.binary(arith.OrIOp if pred_i == "sgt" else arith.AndIOp, x, y)
@@ -429,10 +458,6 @@ UFUNC_KINDS: dict[np.ufunc, str] = {
 # ----------------------------------------------------------------------------------------
 # more float ufuncs, as formulas over the rules above (so Enzyme differentiates them)
 # ----------------------------------------------------------------------------------------
-def _abs(b, x):
-    return b.generic("math.abs", [x], f64)
-
-
 def _log1p(b, x):
     return UFUNC_RULES[np.log1p](b, "f", x)
 
@@ -441,9 +466,35 @@ def _exp2(b, k, x):
     return b.math(math.ExpOp, b.binary(arith.MulfOp, x, b.const(float(np.log(2.0)), f64)))
 
 
+#: where x*x + y*y neither overflows nor loses digits to underflow (hypot's fast path)
+_HYPOT_PLAIN_RANGE = (1e-150, 1e150)
+
+
 def _hypot(b, k, x, y):
+    """sqrt(x*x + y*y) (also |x + iy|) as numpy's: without overflow or underflow of the
+    squares (large or tiny operands are scaled by the larger one), inf if either is
+    infinite (even with a NaN), and gradient 0 at (0, 0), as autograd's |0| (its hypot's
+    is NaN there). Each branch not taken gets operands that keep its adjoint finite:
+    Enzyme multiplies the 0 adjoint of an unselected sqrt by its derivative (0 * inf)."""
+    one, zero, inf = b.const(1.0, f64), b.const(0.0, f64), b.const(float("inf"), f64)
+    ax, ay = _magnitude(b, x), _magnitude(b, y)
+    x_larger = b.cmpf("ogt", ax, ay)
+    big, small = b.select(x_larger, ax, ay), b.select(x_larger, ay, ax)
+    plain = b.binary(
+        arith.AndIOp,
+        b.cmpf("oge", big, b.const(_HYPOT_PLAIN_RANGE[0], f64)),
+        b.cmpf("ole", big, b.const(_HYPOT_PLAIN_RANGE[1], f64)),
+    )
     sq = b.binary(arith.AddfOp, b.binary(arith.MulfOp, x, x), b.binary(arith.MulfOp, y, y))
-    return UFUNC_RULES[np.sqrt](b, "f", sq)
+    direct = b.math(math.SqrtOp, b.select(plain, sq, one))
+    scale_ok = b.binary(arith.AndIOp, b.cmpf("one", big, zero), b.cmpf("one", big, inf))
+    ratio = b.binary(arith.DivfOp, small, b.select(scale_ok, big, one))
+    root = b.math(math.SqrtOp, b.binary(arith.AddfOp, one, b.binary(arith.MulfOp, ratio, ratio)))
+    scaled = b.binary(arith.MulfOp, big, root)
+    both_zero = b.binary(arith.AndIOp, b.cmpf("oeq", big, zero), b.cmpf("oeq", small, zero))
+    value = b.select(plain, direct, b.select(both_zero, zero, scaled))  # (a NaN: scaled)
+    infinite = b.binary(arith.OrIOp, b.cmpf("oeq", ax, inf), b.cmpf("oeq", ay, inf))
+    return b.select(infinite, inf, value)
 
 
 def _scale(factor: float):
@@ -452,7 +503,7 @@ def _scale(factor: float):
 
 def _arcsinh(b, k, x):
     # sign(x) * log(|x| + sqrt(x^2 + 1)): no cancellation for negative x
-    ax = _abs(b, x)
+    ax = _magnitude(b, x)
     root = b.math(math.SqrtOp, b.binary(arith.AddfOp, b.binary(arith.MulfOp, x, x), _one(b)))
     mag = b.math(math.LogOp, b.binary(arith.AddfOp, ax, root))
     return b.select(b.cmpf("olt", x, b.const(0.0, f64)), b.unary(arith.NegfOp, mag), mag)
@@ -475,14 +526,16 @@ def _trunc(b, k, x):
 
 
 def _cbrt(b, k, x):
-    mag = b.powf(_abs(b, x), b.const(1.0 / 3.0, f64))
+    mag = b.powf(_magnitude(b, x), b.const(1.0 / 3.0, f64))
     return b.select(b.cmpf("olt", x, b.const(0.0, f64)), b.unary(arith.NegfOp, mag), mag)
 
 
 def _logaddexp(b, k, x, y):
-    # max(x, y) + log1p(exp(-|x - y|))
-    hi = b.select(b.cmpf("ogt", x, y), x, y)
-    gap = b.unary(arith.NegfOp, _abs(b, b.binary(arith.SubfOp, x, y)))
+    # max(x, y) + log1p(exp(-|x - y|)); on a tie (also of infinities, whose difference is
+    # NaN) the gap is 0: with max's balanced gradient d/dx = d/dy = 1/2, the true value
+    hi = UFUNC_RULES[np.maximum](b, "f", x, y)
+    spread = b.unary(arith.NegfOp, _magnitude(b, b.binary(arith.SubfOp, x, y)))
+    gap = b.select(b.cmpf("oeq", x, y), b.const(0.0, f64), spread)
     return b.binary(arith.AddfOp, hi, _log1p(b, b.math(math.ExpOp, gap)))
 
 
@@ -497,7 +550,7 @@ def _inf_check(kind: str):
         if kind == "nan":
             return b.cmpf("uno", x, x)
         inf = b.const(float("inf"), f64)
-        return b.cmpf("oeq" if kind == "inf" else "one", _abs(b, x), inf)
+        return b.cmpf("oeq" if kind == "inf" else "one", _magnitude(b, x), inf)
 
     def rule(b, k, x):
         if k == "c":
@@ -514,7 +567,7 @@ def _inf_check(kind: str):
 _PI = float(np.pi)
 UFUNC_RULES.update(
     {
-        np.fabs: lambda b, k, x: _abs(b, x),
+        np.fabs: lambda b, k, x: _fabs(b, x),
         np.exp2: _exp2,
         np.hypot: _hypot,
         np.deg2rad: _scale(_PI / 180.0),

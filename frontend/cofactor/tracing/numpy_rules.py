@@ -369,10 +369,20 @@ def _linspace(start, stop, num=50, endpoint=True, **kw):
 def _clip(a, a_min, a_max, **kw):
     t = a
     if a_min is not None:
-        t = np.maximum(t, a_min)
+        t = _clip_side(t, a_min, np.maximum, np.less_equal)
     if a_max is not None:
-        t = np.minimum(t, a_max)
+        t = _clip_side(t, a_max, np.minimum, np.greater_equal)
     return as_tracer(t)
+
+
+def _clip_side(x: Any, bound: Any, extreme: np.ufunc, at_or_beyond: np.ufunc) -> Any:
+    """numpy's `extreme(x, bound)`, but an x at the bound takes the bound itself, so that
+    its gradient is 0 there, as autograd's clip (PennyLane's default interface) has it;
+    a tie of np.maximum alone would split the gradient (JAX's clip: 0.5 at a bound)."""
+    value = extreme(x, bound)
+    if as_tracer(value).dtype != FLOAT:
+        return value
+    return np.where(at_or_beyond(x, bound), bound, value)  # (a NaN x or bound: `value`)
 
 
 def _angle(z, deg=False):

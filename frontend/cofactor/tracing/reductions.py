@@ -80,6 +80,33 @@ def _reduce_fn(ufunc: np.ufunc):
     return rule
 
 
+def _extreme_fn(ufunc: np.ufunc):
+    """np.max/np.min (amax/amin): the reduction, with the gradient of tied extreme floats
+    split equally among them, as autograd's (PennyLane's default interface) and JAX's
+    are (a plain reduction gives it all to the one element it picked). With m the extreme
+    value, the result is
+
+        m - sum(where(tie, m - x, 0)) / count(tie),    tie = (x == m) & isfinite(m),
+
+    which is m exactly (each m - x of a tie is 0; `+ 0.0` turns a -0.0 sum into +0.0 so that
+    m keeps its sign) and has derivative 1/count for each tied element, whatever m's own."""
+    plain = _reduce_fn(ufunc)
+
+    def rule(a, axis=None, keepdims=False, **kw):
+        t = as_tracer(a)
+        if t.dtype != FLOAT or t.size == 0:
+            return plain(a, axis=axis, keepdims=keepdims, **kw)
+        m = plain(t, axis=axis, keepdims=True, **kw)
+        tie = np.logical_and(np.equal(t, m), np.isfinite(m))
+        excess = np.sum(np.where(tie, np.subtract(m, t), 0.0), axis=axis, keepdims=True)
+        count = np.sum(tie, axis=axis, keepdims=True)
+        result = np.subtract(m, np.add(excess, 0.0) / np.maximum(count, 1))
+        shape = np.sum(np.zeros(t.shape, np.int8), axis=axis, keepdims=keepdims).shape
+        return np.reshape(result, shape)
+
+    return rule
+
+
 def _reduce_axes(fn: np.ufunc, elems: np.ndarray, axis: Any, keepdims: bool) -> Any:
     """`fn.reduce` over `axis` (None, an int or a tuple, as numpy takes them). A frompyfunc
     ufunc reduces over one axis only, so the reduced axes are moved last and merged."""
@@ -152,10 +179,10 @@ FUNCTION_RULES.update(
         np.sum: _sum,
         np.prod: _prod,
         np.mean: _mean,
-        np.max: _reduce_fn(np.maximum),
-        np.min: _reduce_fn(np.minimum),
-        np.amax: _reduce_fn(np.maximum),
-        np.amin: _reduce_fn(np.minimum),
+        np.max: _extreme_fn(np.maximum),
+        np.min: _extreme_fn(np.minimum),
+        np.amax: _extreme_fn(np.maximum),
+        np.amin: _extreme_fn(np.minimum),
         np.argmax: _argext(np.greater),
         np.argmin: _argext(np.less),
         np.cumsum: _cumsum,
