@@ -280,6 +280,7 @@ def _emit_qnode_function(
     info.one_shot_preseed = preseed
     info.shot_validity = scope.valid is not None
     info.custom_shift_rules = scope.custom_shift_rules
+    info.sampled = bool(shots or loop_shots)
     ctx.qnode_info[name] = info
     fn.attributes["cofactor.diff_method"] = StringAttr(info.diff_method)
     fn.attributes["cofactor.num_inputs"] = IntegerAttr(len(in_types), i64)
@@ -331,13 +332,18 @@ class QNodeInfo:
     shot_kinds: list[str] = field(default_factory=list)
     one_shot_preseed: Any = None  # attributes of the seeding acquire before the loop
     shot_validity: bool = False  # one-shot: a last output says whether the shot is kept
+    sampled: bool = False  # the device (or QNode) has finite shots
 
     @property
     def diff_method(self) -> str:
         """The `cofactor.diff_method` attribute: adjoint, parameter-shift or none."""
         m = self.user_method
         if m == "best":
-            return "adjoint" if all(k == "expval" for k in self.kinds) else "parameter-shift"
+            # PennyLane's "best" takes the device's own derivatives or backprop, which its
+            # simulators only offer without shots, else parameter-shift (Catalyst: always
+            # parameter-shift); with shots the gradient is a finite-shot estimate, as theirs
+            exact = not self.sampled and all(k == "expval" for k in self.kinds)
+            return "adjoint" if exact else "parameter-shift"
         if m in ("adjoint", "parameter-shift"):
             return m
         return "none"
