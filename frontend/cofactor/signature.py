@@ -96,10 +96,12 @@ def _is_uint64(x: Any) -> bool:
 class StaticValues:
     """The static arguments of a call, as part of a cache key.
 
-    Python's `==` would make a NaN argument miss the cache on every call (NaN != NaN) and
-    would let -0.0 reuse code compiled for 0.0 (they are equal, but `1 / x` differs):
-    the key compares a normalised form instead, in which NaNs are equal and the sign of a
-    zero counts."""
+    Python's `==` would make a NaN argument miss the cache on every call (NaN != NaN), would
+    let -0.0 reuse code compiled for 0.0 (they are equal, but `1 / x` differs) and would let
+    1, 1.0 and True share one compilation (JAX's and Catalyst's hash/eq keys do), though a
+    program can tell them apart (`isinstance`, `n / 2` vs `n // 2`, the dtype of
+    `np.full(2, n)`): the key compares a normalised form instead, in which NaNs are equal,
+    the sign of a zero counts and every number carries its type."""
 
     __slots__ = ("values", "_norm", "_hash")
 
@@ -128,11 +130,14 @@ def _normalise_static(value: Any) -> Any:
             return (_NAN_KEY, type(value))
         if value == 0:
             return (_ZERO_KEY, type(value), bool(np.signbit(value)))
-        return value
+        return (type(value), value)
     if isinstance(value, complex | np.complexfloating):
         return (type(value), _normalise_static(value.real), _normalise_static(value.imag))
-    if type(value) is tuple:
-        return tuple(_normalise_static(v) for v in value)
+    if isinstance(value, int | np.integer | np.bool_):  # (bool is an int)
+        return (type(value), value)
+    if isinstance(value, tuple | frozenset):  # (NamedTuples too: their fields are numbers)
+        items = (_normalise_static(v) for v in value)
+        return (type(value), tuple(items) if isinstance(value, tuple) else frozenset(items))
     return value
 
 

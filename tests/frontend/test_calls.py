@@ -114,6 +114,25 @@ def test_signed_zero_static_arguments_are_different():
         assert f(1.0, -0.0) == -np.inf
 
 
+def test_equal_static_numbers_of_different_types_compile_apart():
+    # 1 == 1.0 == True (one hash/eq key in JAX and Catalyst), but a program tells them apart
+    def by_type(x, n):
+        return x + (1.0 if isinstance(n, bool) else 2.0 if isinstance(n, int) else 3.0)
+
+    kind = cofactor.qjit(by_type, static_argnums=1)
+    assert [kind(0.0, n) for n in (True, 1, 1.0, np.int64(1))] == [1.0, 2.0, 3.0, 3.0]
+    assert kind.compile_count == 4
+    full = cofactor.qjit(lambda n: np.full(2, n), static_argnums=0)
+    for n in (1, 1.0, True, (1,), (1.0,)):
+        want = np.full(2, n[0] if isinstance(n, tuple) else n)
+        got = full(n[0]) if isinstance(n, tuple) else full(n)
+        assert got.dtype == want.dtype and np.array_equal(got, want), n
+    halves = cofactor.qjit(lambda n: (n[0] / 2, n[0] // 2), static_argnums=0)
+    (a, b), (c, d) = halves((3,)), halves((3.0,))
+    assert (a, b, c, d) == (1.5, 1, 1.5, 1.0)
+    assert np.asarray(b).dtype.kind == "i" and np.asarray(d).dtype.kind == "f"
+
+
 def _mapping_lines() -> int:
     return len(Path("/proc/self/maps").read_text().splitlines())
 
