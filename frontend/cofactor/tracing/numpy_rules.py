@@ -366,7 +366,14 @@ def _linspace(start, stop, num=50, endpoint=True, **kw):
     return Tracer(out, FLOAT)
 
 
-def _clip(a, a_min, a_max, **kw):
+def _clip(a, a_min=None, a_max=None, *, min=None, max=None, **kw):  # noqa: A002
+    if min is not None or max is not None:  # (numpy >= 2.1's names)
+        if a_min is not None or a_max is not None:
+            raise CompileValueError(
+                "Passing `min` or `max` keyword argument when `a_min` and `a_max` are "
+                "provided is forbidden."
+            )
+        a_min, a_max = min, max
     t = a
     if a_min is not None:
         t = _clip_side(t, a_min, np.maximum, np.less_equal)

@@ -72,6 +72,11 @@ def _reduce_fn(ufunc: np.ufunc):
             return looped
         fn = np.frompyfunc(lambda x, y: scalar_ufunc(ufunc, x, y), 2, 1)
         t = as_tracer(a)
+        if t.size == 0:  # numpy's error for an empty axis (named after the ufunc)
+            try:
+                ufunc.reduce(np.zeros(t.shape), axis=axis, keepdims=keepdims)
+            except ValueError as e:
+                raise CompileValueError(str(e)) from None
         result = _wrap(_reduce_axes(fn, t.elems, axis, keepdims))
         if result.size == 0:  # (no elements to tell the dtype: numpy's loop's)
             return Tracer(result.elems, _loop_dtypes(ufunc, [t.dtype, t.dtype])[1])
