@@ -33,11 +33,33 @@ def _cmplx_mul(b: IRBuilder, x: tuple, y: tuple) -> tuple:
 
 
 def _cmplx_div(b: IRBuilder, x: tuple, y: tuple) -> tuple:
-    den = b.binary(
-        arith.AddfOp, b.binary(arith.MulfOp, y[0], y[0]), b.binary(arith.MulfOp, y[1], y[1])
-    )
-    num = _cmplx_mul(b, x, (y[0], b.unary(arith.NegfOp, y[1])))
-    return b.binary(arith.DivfOp, num[0], den), b.binary(arith.DivfOp, num[1], den)
+    """x / y as numpy's loop computes it (Smith's method: the ratio of y's smaller to its
+    larger part, so |y|^2 is never formed: (1e300+1e300j)/(1e300+1e300j) is 1, not NaN),
+    and x / 0 as x's parts over +0.0 (inf or NaN per part, as numpy)."""
+    (xr, xi), (yr, yi) = x, y
+
+    def mul(p, q):
+        return b.binary(arith.MulfOp, p, q)
+
+    def add(p, q):
+        return b.binary(arith.AddfOp, p, q)
+
+    def sub(p, q):
+        return b.binary(arith.SubfOp, p, q)
+
+    abs_r, abs_i = _magnitude(b, yr), _magnitude(b, yi)
+    real_larger = b.cmpf("oge", abs_r, abs_i)
+    larger, smaller = b.select(real_larger, yr, yi), b.select(real_larger, yi, yr)
+    ratio = b.binary(arith.DivfOp, smaller, larger)
+    scale = b.binary(arith.DivfOp, b.const(1.0, f64), add(larger, mul(smaller, ratio)))
+    # |yr| >= |yi|: ((xr + xi r), (xi - xr r)) * scale; else ((xr r + xi), (xi r - xr)) * scale
+    re = b.select(real_larger, add(xr, mul(xi, ratio)), add(mul(xr, ratio), xi))
+    im = b.select(real_larger, sub(xi, mul(xr, ratio)), sub(mul(xi, ratio), xr))
+    re, im = mul(re, scale), mul(im, scale)
+    zero = b.const(0.0, f64)
+    y_zero = b.binary(arith.AndIOp, b.cmpf("oeq", abs_r, zero), b.cmpf("oeq", abs_i, zero))
+    over_zero = (b.binary(arith.DivfOp, xr, abs_r), b.binary(arith.DivfOp, xi, abs_i))
+    return b.select(y_zero, over_zero[0], re), b.select(y_zero, over_zero[1], im)
 
 
 def _fbin(op):
