@@ -15,53 +15,20 @@ from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import f64, i1, i64
 
 from cofactor.errors import CompileError
-from cofactor.ir.builder import IRBuilder
 from cofactor.tracing import context
+from cofactor.tracing.element_math import (
+    abs_zero_at_zero,
+    balanced_tie,
+    complex_div,
+    complex_mul,
+    hypot,
+    magnitude,
+)
 
 
 # ----------------------------------------------------------------------------------------
 # element rules: (kind, *ssa values) -> ssa value
 # ----------------------------------------------------------------------------------------
-def _cmplx_mul(b: IRBuilder, x: tuple, y: tuple) -> tuple:
-    re = b.binary(
-        arith.SubfOp, b.binary(arith.MulfOp, x[0], y[0]), b.binary(arith.MulfOp, x[1], y[1])
-    )
-    im = b.binary(
-        arith.AddfOp, b.binary(arith.MulfOp, x[0], y[1]), b.binary(arith.MulfOp, x[1], y[0])
-    )
-    return re, im
-
-
-def _cmplx_div(b: IRBuilder, x: tuple, y: tuple) -> tuple:
-    """x / y as numpy's loop computes it (Smith's method: the ratio of y's smaller to its
-    larger part, so |y|^2 is never formed: (1e300+1e300j)/(1e300+1e300j) is 1, not NaN),
-    and x / 0 as x's parts over +0.0 (inf or NaN per part, as numpy)."""
-    (xr, xi), (yr, yi) = x, y
-
-    def mul(p, q):
-        return b.binary(arith.MulfOp, p, q)
-
-    def add(p, q):
-        return b.binary(arith.AddfOp, p, q)
-
-    def sub(p, q):
-        return b.binary(arith.SubfOp, p, q)
-
-    abs_r, abs_i = _magnitude(b, yr), _magnitude(b, yi)
-    real_larger = b.cmpf("oge", abs_r, abs_i)
-    larger, smaller = b.select(real_larger, yr, yi), b.select(real_larger, yi, yr)
-    ratio = b.binary(arith.DivfOp, smaller, larger)
-    scale = b.binary(arith.DivfOp, b.const(1.0, f64), add(larger, mul(smaller, ratio)))
-    # |yr| >= |yi|: ((xr + xi r), (xi - xr r)) * scale; else ((xr r + xi), (xi r - xr)) * scale
-    re = b.select(real_larger, add(xr, mul(xi, ratio)), add(mul(xr, ratio), xi))
-    im = b.select(real_larger, sub(xi, mul(xr, ratio)), sub(mul(xi, ratio), xr))
-    re, im = mul(re, scale), mul(im, scale)
-    zero = b.const(0.0, f64)
-    y_zero = b.binary(arith.AndIOp, b.cmpf("oeq", abs_r, zero), b.cmpf("oeq", abs_i, zero))
-    over_zero = (b.binary(arith.DivfOp, xr, abs_r), b.binary(arith.DivfOp, xi, abs_i))
-    return b.select(y_zero, over_zero[0], re), b.select(y_zero, over_zero[1], im)
-
-
 def _fbin(op):
     return lambda b, x, y: b.binary(op, x, y)
 
@@ -82,13 +49,13 @@ def _sub(b, k, x, y):
 
 def _mul(b, k, x, y):
     if k == "c":
-        return _cmplx_mul(b, x, y)
+        return complex_mul(b, x, y)
     return b.binary({"f": arith.MulfOp, "i": arith.MuliOp, "b": arith.AndIOp}[k], x, y)
 
 
 def _div(b, k, x, y):
     if k == "c":
-        return _cmplx_div(b, x, y)
+        return complex_div(b, x, y)
     return b.binary(arith.DivfOp, x, y)
 
 
@@ -181,24 +148,11 @@ def _neg(b, k, x):
 
 def _abs(b, k, x):
     if k == "c":
-        return _hypot(b, "f", x[0], x[1])
+        return hypot(b, "f", x[0], x[1])
     if k == "f":
-        return _fabs(b, x)
+        return abs_zero_at_zero(b, x)
     neg = b.binary(arith.SubiOp, b.const(0, i64), x)
     return b.select(b.cmpi("slt", x, b.const(0, i64)), neg, x)
-
-
-def _fabs(b, x):
-    """|x| with gradient 0 at x = 0 (autograd's, PennyLane's default interface; JAX's is 1):
-    a constant +0.0 there, which is also numpy's |-0.0|."""
-    zero = b.const(0.0, f64)
-    return b.select(b.cmpf("oeq", x, zero), zero, _magnitude(b, x))
-
-
-def _magnitude(b, x):
-    """`math.abs`: its derivative at 0 is Enzyme's (+-1), which formulas such as arcsinh's
-    need there."""
-    return b.generic("math.abs", [x], f64)  # MLIR 15 spelling (xDSL: math.absf)
 
 
 def _sign(b, k, x):
@@ -212,27 +166,11 @@ def _sign(b, k, x):
     return b.select(b.cmpi("slt", x, zero), b.const(-1, i64), pos)
 
 
-def _balanced_tie(b, pick, x, y):
-    """`pick` (the larger/smaller of floats x, y), but where x == y (finite) the mean of
-    both, so that the gradient splits 0.5/0.5 between them, as autograd's (PennyLane's
-    default interface) and JAX's do, instead of all going to one side. The value there is
-    exactly numpy's: y - ((y - x) * 0.5 + 0.0) is y for equal finite floats, the `+ 0.0`
-    keeping y's sign when y is -0.0 and x +0.0 (numpy's array loops of maximum, minimum,
-    fmax and fmin return y on a tie)."""
-    base, other = y, x
-    half = b.binary(arith.MulfOp, b.binary(arith.SubfOp, base, other), b.const(0.5, f64))
-    offset = b.binary(arith.AddfOp, half, b.const(0.0, f64))
-    mean = b.binary(arith.SubfOp, base, offset)
-    finite = b.cmpf("one", _magnitude(b, x), b.const(float("inf"), f64))
-    tie = b.binary(arith.AndIOp, b.cmpf("oeq", x, y), finite)
-    return b.select(tie, mean, pick)
-
-
 def _minmax(pred_f: str, pred_i: str, nan_propagating: bool):
     def rule(b, k, x, y):
         if k == "f":
             pick = b.select(b.cmpf(pred_f, x, y), x, y)
-            pick = _balanced_tie(b, pick, x, y)
+            pick = balanced_tie(b, pick, x, y)
             if nan_propagating:  # np.maximum/minimum return NaN if either is NaN
                 pick = b.select(b.cmpf("uno", x, x), x, pick)
                 pick = b.select(b.cmpf("uno", y, y), y, pick)
@@ -488,44 +426,13 @@ def _exp2(b, k, x):
     return b.math(math.ExpOp, b.binary(arith.MulfOp, x, b.const(float(np.log(2.0)), f64)))
 
 
-#: where x*x + y*y neither overflows nor loses digits to underflow (hypot's fast path)
-_HYPOT_PLAIN_RANGE = (1e-150, 1e150)
-
-
-def _hypot(b, k, x, y):
-    """sqrt(x*x + y*y) (also |x + iy|) as numpy's: without overflow or underflow of the
-    squares (large or tiny operands are scaled by the larger one), inf if either is
-    infinite (even with a NaN), and gradient 0 at (0, 0), as autograd's |0| (its hypot's
-    is NaN there). Each branch not taken gets operands that keep its adjoint finite:
-    Enzyme multiplies the 0 adjoint of an unselected sqrt by its derivative (0 * inf)."""
-    one, zero, inf = b.const(1.0, f64), b.const(0.0, f64), b.const(float("inf"), f64)
-    ax, ay = _magnitude(b, x), _magnitude(b, y)
-    x_larger = b.cmpf("ogt", ax, ay)
-    big, small = b.select(x_larger, ax, ay), b.select(x_larger, ay, ax)
-    plain = b.binary(
-        arith.AndIOp,
-        b.cmpf("oge", big, b.const(_HYPOT_PLAIN_RANGE[0], f64)),
-        b.cmpf("ole", big, b.const(_HYPOT_PLAIN_RANGE[1], f64)),
-    )
-    sq = b.binary(arith.AddfOp, b.binary(arith.MulfOp, x, x), b.binary(arith.MulfOp, y, y))
-    direct = b.math(math.SqrtOp, b.select(plain, sq, one))
-    scale_ok = b.binary(arith.AndIOp, b.cmpf("one", big, zero), b.cmpf("one", big, inf))
-    ratio = b.binary(arith.DivfOp, small, b.select(scale_ok, big, one))
-    root = b.math(math.SqrtOp, b.binary(arith.AddfOp, one, b.binary(arith.MulfOp, ratio, ratio)))
-    scaled = b.binary(arith.MulfOp, big, root)
-    both_zero = b.binary(arith.AndIOp, b.cmpf("oeq", big, zero), b.cmpf("oeq", small, zero))
-    value = b.select(plain, direct, b.select(both_zero, zero, scaled))  # (a NaN: scaled)
-    infinite = b.binary(arith.OrIOp, b.cmpf("oeq", ax, inf), b.cmpf("oeq", ay, inf))
-    return b.select(infinite, inf, value)
-
-
 def _scale(factor: float):
     return lambda b, k, x: b.binary(arith.MulfOp, x, b.const(factor, f64))
 
 
 def _arcsinh(b, k, x):
     # sign(x) * log(|x| + sqrt(x^2 + 1)): no cancellation for negative x
-    ax = _magnitude(b, x)
+    ax = magnitude(b, x)
     root = b.math(math.SqrtOp, b.binary(arith.AddfOp, b.binary(arith.MulfOp, x, x), _one(b)))
     mag = b.math(math.LogOp, b.binary(arith.AddfOp, ax, root))
     return b.select(b.cmpf("olt", x, b.const(0.0, f64)), b.unary(arith.NegfOp, mag), mag)
@@ -548,7 +455,7 @@ def _trunc(b, k, x):
 
 
 def _cbrt(b, k, x):
-    mag = b.powf(_magnitude(b, x), b.const(1.0 / 3.0, f64))
+    mag = b.powf(magnitude(b, x), b.const(1.0 / 3.0, f64))
     return b.select(b.cmpf("olt", x, b.const(0.0, f64)), b.unary(arith.NegfOp, mag), mag)
 
 
@@ -556,7 +463,7 @@ def _logaddexp(b, k, x, y):
     # max(x, y) + log1p(exp(-|x - y|)); on a tie (also of infinities, whose difference is
     # NaN) the gap is 0: with max's balanced gradient d/dx = d/dy = 1/2, the true value
     hi = UFUNC_RULES[np.maximum](b, "f", x, y)
-    spread = b.unary(arith.NegfOp, _magnitude(b, b.binary(arith.SubfOp, x, y)))
+    spread = b.unary(arith.NegfOp, magnitude(b, b.binary(arith.SubfOp, x, y)))
     gap = b.select(b.cmpf("oeq", x, y), b.const(0.0, f64), spread)
     return b.binary(arith.AddfOp, hi, _log1p(b, b.math(math.ExpOp, gap)))
 
@@ -572,7 +479,7 @@ def _inf_check(kind: str):
         if kind == "nan":
             return b.cmpf("uno", x, x)
         inf = b.const(float("inf"), f64)
-        return b.cmpf("oeq" if kind == "inf" else "one", _magnitude(b, x), inf)
+        return b.cmpf("oeq" if kind == "inf" else "one", magnitude(b, x), inf)
 
     def rule(b, k, x):
         if k == "c":
@@ -589,9 +496,9 @@ def _inf_check(kind: str):
 _PI = float(np.pi)
 UFUNC_RULES.update(
     {
-        np.fabs: lambda b, k, x: _fabs(b, x),
+        np.fabs: lambda b, k, x: abs_zero_at_zero(b, x),
         np.exp2: _exp2,
-        np.hypot: _hypot,
+        np.hypot: hypot,
         np.deg2rad: _scale(_PI / 180.0),
         np.radians: _scale(_PI / 180.0),
         np.rad2deg: _scale(180.0 / _PI),
