@@ -1,6 +1,7 @@
 """A QNode with finite shots and the default diff_method ("best") is differentiated as
 PennyLane does: "best" is the device's own derivatives or backprop, which its simulators
-only offer without shots, else parameter-shift (Catalyst's "best" is always parameter-shift).
+only offer without shots, else parameter-shift (Catalyst's "best" is parameter-shift, or
+adjoint on lightning for one expval whatever the shots; PennyLane's is the reference).
 So with shots the gradient is a finite-shot parameter-shift estimate, seeded as an explicit
 diff_method="parameter-shift" QNode is, not the exact adjoint gradient."""
 

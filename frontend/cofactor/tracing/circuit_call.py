@@ -340,8 +340,8 @@ class QNodeInfo:
         m = self.user_method
         if m == "best":
             # PennyLane's "best" takes the device's own derivatives or backprop, which its
-            # simulators only offer without shots, else parameter-shift (Catalyst: always
-            # parameter-shift); with shots the gradient is a finite-shot estimate, as theirs
+            # simulators only offer without shots, else parameter-shift: with shots the
+            # gradient is a finite-shot estimate, as PennyLane's (docs/frontend.md)
             exact = not self.sampled and all(k == "expval" for k in self.kinds)
             return "adjoint" if exact else "parameter-shift"
         if m in ("adjoint", "parameter-shift"):
