@@ -76,6 +76,21 @@ def test_max_of_ties_keeps_the_value(shape):
     assert np.isnan(cofactor.qjit(lambda v: np.max(v))(x))
 
 
+@pytest.mark.parametrize("shape", [(3,), (22,)])
+def test_max_of_ties_under_differentiation_keeps_the_value(shape):
+    # the tie-sharing form is only emitted where Enzyme differentiates: its value there
+    for fill in (2.0, -0.0, np.inf, -np.inf):
+        x = np.full(shape, fill)
+        for red in (np.max, np.min):
+            value, g = cofactor.qjit(cofactor.value_and_grad(lambda v, red=red: red(v)))(x)
+            assert value == red(x) and np.signbit(value) == np.signbit(red(x)), (fill, red)
+            assert np.sum(g) == pytest.approx(1.0) and np.all(g >= 0), (fill, red, g)
+    x = np.full(shape, 1.0)
+    x[1] = np.nan
+    value, _ = cofactor.qjit(cofactor.value_and_grad(lambda v: np.max(v)))(x)
+    assert np.isnan(value)
+
+
 def test_complex_abs_and_hypot_neither_overflow_nor_underflow():
     # sqrt(re^2 + im^2) gave inf for 1e308 and 0 for 5e-324; numpy's hypot gives neither
     x = np.array([1e308, 3e200, 5e-324, 3e-200, 0.0, np.inf, np.nan, 3.0])

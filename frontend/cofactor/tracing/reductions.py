@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from cofactor.errors import CompileValueError
-from cofactor.tracing import array_rules
+from cofactor.tracing import array_rules, context
 from cofactor.tracing.numpy_rules import (
     FUNCTION_RULES,
     _loop_dtypes,
@@ -94,12 +94,13 @@ def _extreme_fn(ufunc: np.ufunc):
         m - sum(where(tie, m - x, 0)) / count(tie),    tie = (x == m) & isfinite(m),
 
     which is m exactly (each m - x of a tie is 0; `+ 0.0` turns a -0.0 sum into +0.0 so that
-    m keeps its sign) and has derivative 1/count for each tied element, whatever m's own."""
+    m keeps its sign) and has derivative 1/count for each tied element, whatever m's own.
+    Only code that Enzyme differentiates pays for the extra passes."""
     plain = _reduce_fn(ufunc)
 
     def rule(a, axis=None, keepdims=False, **kw):
         t = as_tracer(a)
-        if t.dtype != FLOAT or t.size == 0:
+        if t.dtype != FLOAT or t.size == 0 or context.differentiation_method() != "auto":
             return plain(a, axis=axis, keepdims=keepdims, **kw)
         m = plain(t, axis=axis, keepdims=True, **kw)
         tie = np.logical_and(np.equal(t, m), np.isfinite(m))
