@@ -20,6 +20,7 @@ each stage of the compiler driver (`CompiledLibrary.stage_s`).
 from __future__ import annotations
 
 import math
+import resource
 import time
 from collections.abc import Callable
 from typing import Any
@@ -219,6 +220,8 @@ def task_scale(spec: dict) -> dict:
         timing = first_call(b, fn, arg, settle=spec.get("settle", 2))
     out = {"compile_s": timing["compile_s"], "call_s": timing["call_s"]}
     out["value"] = timing["value"]
+    # peak memory of this process (imports included): a compile that keeps too much shows
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if recorder.stages:
         st = recorder.stages
         # the rest: loading the library, argument checks, the first call's own overhead
@@ -296,6 +299,17 @@ def table(scale: dict, table_cls: Any, stats: Callable) -> Any:
             for system, s in per_sys.items()
         )
         t.notes.append(f"{family} ({title}): growth exponent {exps}")
+        peaks = []
+        for system, s in per_sys.items():
+            done = [n for n, r in s["sizes"].items() if "peak_rss_mb" in r]
+            if done:
+                n = max(done, key=int)
+                peaks.append(f"{system} {s['sizes'][n]['peak_rss_mb']:.0f} MB ({n})")
+        if peaks:
+            t.notes.append(
+                f"{family}: peak memory of the compiling process at its largest size, imports "
+                "included: " + ", ".join(peaks)
+            )
         cf = per_sys.get("cofactor", {}).get("sizes", {})
         for n in sorted(cf, key=int):
             st = cf[n].get("stages_s")

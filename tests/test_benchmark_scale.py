@@ -45,12 +45,15 @@ def _result() -> dict:
         "cofactor": {
             "sizes": {
                 "5": {"compile_s": 0.5, "value": 1.0, "stages_s": {"trace": 0.1, "llc": 0.2}},
-                "10": {"compile_s": 1.0, "value": 2.0},
+                "10": {"compile_s": 1.0, "value": 2.0, "peak_rss_mb": 301.4},
             },
             "exponent": 1.0,
         },
         "catalyst": {
-            "sizes": {"5": {"compile_s": 2.0, "value": 1.0}, "10": {"error": "boom"}},
+            "sizes": {
+                "5": {"compile_s": 2.0, "value": 1.0, "peak_rss_mb": 512.0},
+                "10": {"error": "boom"},
+            },
             "exponent": None,
         },
     }
@@ -64,6 +67,8 @@ def test_table_goals_and_agreement():
     assert "growth exponent cofactor 1.00, catalyst n/a" in text
     assert "trace 0.10, llc 0.20" in text
     assert "n/a (boom)" in text
+    # each system's peak memory at the largest size it compiled
+    assert "cofactor 301 MB (10), catalyst 512 MB (5)" in text
     goals = report.goals(res)
     by_goal = {g["goal"]: g for g in goals}
     largest = by_goal["scale sel: 5 layers (largest size both compiled): <= 0.1x Catalyst"]

@@ -173,7 +173,7 @@ def passed_to(name: str, outer: list[Any], where: str) -> None:
 class MemoryGroup:
     """The traced arrays that share one numpy buffer: the root owns it, the others view it."""
 
-    __slots__ = ("root", "buf", "members")
+    __slots__ = ("root", "buf", "members", "prune_at")
 
     def __init__(self, root: Any, buf: np.ndarray | None = None) -> None:
         self.root = root  # (kept alive by the views, as numpy's `.base`)
@@ -181,6 +181,8 @@ class MemoryGroup:
             buf = np.arange(root.size, dtype=np.int64).reshape(root.shape)
         self.buf = buf
         self.members: list[weakref.ref] = [weakref.ref(root)]
+        # (how many members `share_memory` lets the list reach before dropping the dead)
+        self.prune_at = 32
 
     def alive(self) -> list[Any]:
         out, refs = [], []
@@ -233,8 +235,12 @@ def share_memory(
     if group is None:
         group = base._group = MemoryGroup(base)
         base._where = group.buf
-    if len(group.members) >= 32:  # (rows read in a Python loop: drop the ones that are gone)
+    if len(group.members) >= group.prune_at:
+        # rows read in a Python loop: drop the ones that are gone. Where they stay alive
+        # (a circuit's gates hold `weights[l, w]` until the QNode emits them), the next
+        # sweep waits until the list has doubled, so reading k rows costs O(k), not O(k^2)
         group.alive()
+        group.prune_at = max(32, 2 * len(group.members))
     group.members.append(weakref.ref(view))
     view._group = group
     view._where = where
