@@ -178,3 +178,56 @@ def test_autograd_through_a_compiled_function_says_to_differentiate_inside():
     np.testing.assert_allclose(
         qml.qjit(qml.grad(circuit), compiler="cofactor")(0.3), -np.sin(0.3), atol=1e-12
     )
+
+
+# --- debug_assert (Catalyst's sharp-bits doc: run-time assertions) -----------------------------
+def test_debug_assert_checks_its_condition_at_every_run():
+    @cofactor.qjit
+    @qml.qnode(qml.device("lightning.qubit", wires=1))
+    def circuit(x):
+        cofactor.debug_assert(x > 0, "the angle must be positive")
+        qml.RX(x, 0)
+        return qml.expval(qml.PauliZ(0))
+
+    np.testing.assert_allclose(circuit(0.3), np.cos(0.3), atol=1e-12)
+    with pytest.raises(RuntimeError, match="the angle must be positive"):
+        circuit(-0.3)
+    np.testing.assert_allclose(circuit(0.5), np.cos(0.5), atol=1e-12)  # still usable
+
+
+def test_debug_assert_in_a_loop_and_with_a_constant_condition():
+    def count(n):
+        @cofactor.for_loop(0, n, 1)
+        def body(i, total):
+            cofactor.debug_assert(i < 3, "i reached 3")
+            return total + i
+
+        return body(0)
+
+    compiled = cofactor.qjit(count)
+    assert compiled(3) == 3
+    with pytest.raises(RuntimeError, match="i reached 3"):
+        compiled(5)
+
+    def never(x):
+        cofactor.debug_assert(False, "never")
+        return x
+
+    with pytest.raises(RuntimeError, match="never"):
+        cofactor.qjit(never)(1.0)
+
+
+def test_disable_assertions_compiles_no_check():
+    def f(x):
+        cofactor.debug_assert(x < 6, "x greater than 6")
+        return x * 8
+
+    assert cofactor.qjit(disable_assertions=True)(f)(7) == 56
+    assert qml.qjit(f, compiler="cofactor", disable_assertions=True)(7) == 56
+    with pytest.raises(RuntimeError, match="x greater than 6"):
+        cofactor.qjit(f)(7)  # the same function with assertions: a different program
+
+
+def test_debug_assert_refuses_an_array_condition():
+    with pytest.raises(ValueError, match=r"scalar bool.*np\.all"):
+        cofactor.qjit(lambda x: cofactor.debug_assert(x < 5, "small") or x)(np.ones(3))
