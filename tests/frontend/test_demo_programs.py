@@ -231,3 +231,46 @@ def test_disable_assertions_compiles_no_check():
 def test_debug_assert_refuses_an_array_condition():
     with pytest.raises(ValueError, match=r"scalar bool.*np\.all"):
         cofactor.qjit(lambda x: cofactor.debug_assert(x < 5, "small") or x)(np.ones(3))
+
+
+# --- constant matrices: one dense global each, not one store per element -----------------------
+def test_a_constant_unitary_is_one_global_in_the_ir():
+    # QuantumMonteCarlo applies 64x64 unitaries; stored element by element (8192 stores
+    # each) the module took about a minute to compile
+    rng = np.random.default_rng(7)
+    a = rng.normal(size=(16, 16)) + 1j * rng.normal(size=(16, 16))
+    unitary, _ = np.linalg.qr(a)
+    hermitian = a + a.conj().T
+
+    def circuit(x):
+        qml.RX(x, 0)
+        qml.QubitUnitary(unitary, wires=range(4))
+        qml.ctrl(qml.QubitUnitary(unitary.T, wires=[1, 2, 3, 4]), control=0)
+        return qml.expval(qml.Hermitian(hermitian[:4, :4] + hermitian[:4, :4].T, wires=[4, 2]))
+
+    compiled = cofactor.qjit(qml.QNode(circuit, qml.device("lightning.qubit", wires=5)))
+    got = compiled(0.4)
+    expected = qml.QNode(circuit, qml.device("default.qubit", wires=5))(0.4)
+    np.testing.assert_allclose(got, expected, atol=1e-10)
+    assert compiled.mlir.count("memref.global") >= 3
+    assert compiled.mlir.count("memref.store") < 100
+
+
+def test_quantum_monte_carlo_matches_pennylane():
+    m = 3
+    xs = np.linspace(-np.pi, np.pi, 2**m)
+    probs = np.exp(-(xs**2) / 2)
+    probs /= probs.sum()
+
+    def circuit():
+        qml.QuantumMonteCarlo(
+            probs,
+            lambda i: np.sin(xs[i]) ** 2,
+            target_wires=range(m + 1),
+            estimation_wires=range(m + 1, m + 4),
+        )
+        return qml.probs(range(m + 1, m + 4))
+
+    dev = qml.device("lightning.qubit", wires=m + 4)
+    got = cofactor.qjit(qml.QNode(circuit, dev))()
+    np.testing.assert_allclose(got, qml.QNode(circuit, dev)(), atol=1e-10)
