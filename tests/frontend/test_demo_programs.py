@@ -274,3 +274,31 @@ def test_quantum_monte_carlo_matches_pennylane():
     dev = qml.device("lightning.qubit", wires=m + 4)
     got = cofactor.qjit(qml.QNode(circuit, dev))()
     np.testing.assert_allclose(got, qml.QNode(circuit, dev)(), atol=1e-10)
+
+
+# --- Catalyst pass names with a PennyLane tape transform --------------------------------------
+def _rotations(x):
+    qml.Rot(0.3, x, 0.7, wires=0)
+    qml.Hadamard(1)
+    qml.Hadamard(1)
+    qml.Rot(0.1, 0.8, 0.9, wires=2)
+    return qml.expval(3 * qml.Z(0) + qml.X(1) + 2 * qml.Y(2)), qml.expval(qml.Z(1))
+
+
+@pytest.mark.parametrize(
+    "pass_only",
+    [
+        qml.transform(pass_name="split-non-commuting"),
+        qml.transform(pass_name="split-non-commuting")(grouping_strategy="wires"),
+        qml.transform(pass_name="split-to-single-terms"),
+        qml.transform(pass_name="cancel-inverses"),
+    ],
+)
+def test_a_pass_only_transform_runs_pennylane_s_tape_transform(pass_only):
+    # was: "could not be applied by cofactor to the traced circuit: NotImplementedError"
+    compiled = cofactor.qjit(
+        pass_only(qml.QNode(_rotations, qml.device("lightning.qubit", wires=3)))
+    )
+    expected = qml.QNode(_rotations, qml.device("default.qubit", wires=3))(0.5)
+    for g, e in zip(compiled(0.5), expected, strict=True):
+        np.testing.assert_allclose(g, e, atol=1e-12)
