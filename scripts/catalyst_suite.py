@@ -60,6 +60,7 @@ DEFAULT_FILES = [
     "test_variable_wires",
     "test_global_phase",
     "test_state_prep",
+    "test_assertion",
 ]
 
 MARK = "[catsuite:n/a]"

@@ -24,6 +24,7 @@ from cofactor.api_extensions import (  # noqa: E402
     vmap,
     while_loop,
 )
+from cofactor.api_extensions.assertions import debug_assert  # noqa: E402
 from cofactor.autograph import AutoGraphError  # noqa: E402
 from cofactor.errors import (  # noqa: E402
     CompileError,
@@ -66,6 +67,7 @@ __all__ = [
     "cond",
     "ctrl",
     "debug",
+    "debug_assert",
     "for_loop",
     "grad",
     "jacobian",

@@ -163,6 +163,9 @@ def converted_call(fn: Callable, args: tuple, kwargs: dict | None, *_: Any, **__
         return _converted_qnode(fn)(*args, **kwargs)
     if any(fn is w for w in _wrapper_functions()):
         return _call_wrapper(fn, args, kwargs)
+    transform = _with_converted_function(fn)
+    if transform is not None:
+        return transform(*args, **kwargs)
     if is_autograph_artifact(fn) or inspect.isclass(fn) or not _is_user_code(fn):
         return fn(*args, **kwargs)
     if inspect.isfunction(fn):
@@ -177,7 +180,8 @@ def converted_call(fn: Callable, args: tuple, kwargs: dict | None, *_: Any, **__
 def _converted_qnode(qnode: Any) -> Any:
     from malt.impl.api import is_autograph_artifact
 
-    if _is_user_code(qnode.func) and not is_autograph_artifact(qnode.func):
+    converted_before = hasattr(qnode, "ag_unconverted")  # run_autograph's copy
+    if _is_user_code(qnode.func) and not (converted_before or is_autograph_artifact(qnode.func)):
         return run_autograph(qnode)
     return qnode
 
@@ -211,16 +215,49 @@ def _call_wrapper(fn: Callable, args: tuple, kwargs: dict) -> Any:
         return fn(*args, **kwargs)
     if not callable(first):
         raise ValueError(f"First argument to {name} must be callable or an Operation")
-    if isinstance(first, qml.QNode):
-        first = _converted_qnode(first)
-    elif inspect.isfunction(first) and _is_user_code(first):
-        inner = first
+    return fn(_converting(first), *args[1:], **kwargs)
 
-        @functools.wraps(inner)  # (its signature: argnums and argument checks see it)
-        def first(*a: Any, **k: Any) -> Any:
-            return converted_call(inner, a, k)
 
-    return fn(first, *args[1:], **kwargs)
+def _converting(inner: Callable) -> Callable:
+    """`inner` as a wrapped function calls it: a user's QNode or function converted, anything
+    else (a library function, a compiled object) as it is."""
+    import pennylane as qml
+
+    if isinstance(inner, qml.QNode):
+        return _converted_qnode(inner)
+    if not (inspect.isfunction(inner) and _is_user_code(inner)):
+        return inner
+
+    @functools.wraps(inner)  # (its signature: argnums and argument checks see it)
+    def converting(*a: Any, **k: Any) -> Any:
+        return converted_call(inner, a, k)
+
+    return converting
+
+
+def _with_converted_function(fn: Any) -> Any:
+    """A `grad(f)`/`jacobian(f)`/`vmap(f)` object (cofactor's, or PennyLane's `qml.grad` /
+    `qml.jacobian`) made before the converted code calls it, e.g. `qjit(grad(circuit),
+    autograph=True)`: a copy whose `f` is converted, as Catalyst's autograph calls its own
+    transforms through their wrapped function; None for any other object."""
+    import pennylane as qml
+
+    from cofactor.api_extensions.differentiation import Grad, Jacobian, ValueAndGrad
+    from cofactor.api_extensions.vmap import VmapCallable
+
+    if isinstance(fn, Grad | Jacobian | ValueAndGrad | VmapCallable):
+        attribute = "fn"
+    elif isinstance(fn, qml.grad | qml.jacobian):
+        attribute = "_func"
+    else:
+        return None
+    inner = getattr(fn, attribute)
+    converted = _converting(inner)
+    if converted is inner:
+        return None
+    copied = copy.copy(fn)
+    setattr(copied, attribute, converted)
+    return copied
 
 
 def _check_defined(values: tuple, names: tuple[str, ...], what: str) -> tuple:

@@ -103,6 +103,7 @@ class QJIT:
         autograph_include: tuple = (),
         verbose: bool = False,
         logfile: Any = None,
+        disable_assertions: bool = False,
     ) -> None:
         self.original_function = fn
         self.user_function = fn
@@ -126,6 +127,7 @@ class QJIT:
         self._lock = threading.RLock()  # one compilation of this function at a time
         self.keep_intermediate = keep_intermediate
         self.seed = _checked_seed(seed)
+        self.disable_assertions = bool(disable_assertions)
         self.target = target
         self.verbose = verbose
         self.logfile = logfile
@@ -305,6 +307,7 @@ class QJIT:
         if layout is None:
             layout = Layout.positional(len(static) + len(tree[1]), self.static_argnums)
         ctx = context.TraceContext(self.symbol, seed=self.seed)
+        ctx.disable_assertions = self.disable_assertions
         b = ctx.builder
         in_types = [memref_type(s.shape, s.dtype) for s in specs]
         block = Block(arg_types=in_types)
@@ -518,10 +521,11 @@ def qjit(
         capture: False or "global" (the default; cofactor traces without PennyLane's program
             capture); True is refused.
 
-    Other Catalyst options (`async_qnodes`, `use_nameloc`, `disable_assertions`, `pipelines`,
-    `abstracted_axes`, `circuit_transform_pipeline`, `pass_plugins`, `dialect_plugins`,
-    `skip_preprocess`, `collect_decomp_rules`) are accepted at their default values; where
-    cofactor cannot honour another value, a NotImplementedError names the option.
+    `disable_assertions=True` compiles no `debug_assert` check. Other Catalyst options
+    (`async_qnodes`, `use_nameloc`, `pipelines`, `abstracted_axes`,
+    `circuit_transform_pipeline`, `pass_plugins`, `dialect_plugins`, `skip_preprocess`,
+    `collect_decomp_rules`) are accepted at their default values; where cofactor cannot
+    honour another value, a NotImplementedError names the option.
     Parameters a call leaves out keep their Python default values (they are not traced).
     """
     unknown = sorted(set(catalyst_options) - set(CATALYST_DEFAULTS))
@@ -566,6 +570,7 @@ def qjit(
         "static_argnums": static_argnums,
         "static_argnames": static_argnames,
         "seed": seed,
+        "disable_assertions": catalyst_options.get("disable_assertions", False),
     }
     if fn is None:
         return functools.partial(_make_qjit, **options)

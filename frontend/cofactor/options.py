@@ -45,7 +45,7 @@ def check_options(options: dict[str, Any]) -> None:
             continue  # an empty list/set is the same as none
         if name in ("async_qnodes", "use_nameloc", "disable_assertions"):
             # async_qnodes: QNodes run one after the other, with the same results;
-            # use_nameloc only names IR values; cofactor has no debug_assert to disable.
+            # use_nameloc only names IR values; disable_assertions is qjit's own option.
             continue
         if name in ("skip_preprocess", "collect_decomp_rules"):
             continue  # as in Catalyst, these only act with program capture, which is off

@@ -68,6 +68,12 @@ def _leaf_spec(x: Any, where: str) -> BufferSpec:
         if arr.dtype == object and all(type(v) is int for v in arr.flat):
             _check_int64(max(arr.flat, key=abs), where)
         return _leaf_spec(arr, where)
+    if type(x).__name__ == "ArrayBox":  # autograd's, from qml.grad / a PennyLane optimizer
+        raise CompileTypeError(
+            f"{where}: autograd (qml.grad or a PennyLane optimizer called outside qjit) cannot "
+            "differentiate a qjit-compiled function; take the gradient inside it instead, "
+            "e.g. qml.qjit(qml.grad(cost)) or cofactor.grad in the compiled function"
+        )
     raise CompileTypeError(
         f"{where}: cannot compile with an argument of type {type(x).__name__}; expected a "
         "number, a numpy array, or a tuple/list/dict of them (or mark it static with "

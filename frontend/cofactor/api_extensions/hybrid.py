@@ -82,6 +82,20 @@ def is_traced(x: Any) -> bool:
     return isinstance(x, Tracer | Scalar)
 
 
+def check_control_wires(op: qml.operation.Operator, control: Any) -> None:
+    """A ValueError naming `op` when a (static) control wire is also one of its wires:
+    PennyLane's own message for that names some inner gate ("PauliX: wrong number of
+    wires. 0 wires given") or none at all."""
+    static = [w for w in control if not is_traced(w)]
+    shared = [w for w in static if any(w == v for v in op.wires if not is_traced(v))]
+    if shared:
+        raise ValueError(
+            f"ctrl: the control wires {shared} are also wires of {op.name} (wires "
+            f"{op.wires.tolist()}); a controlled operation needs control wires different "
+            "from the wires it acts on: control on another wire"
+        )
+
+
 # ----------------------------------------------------------------------------------------
 # the transformation and the recorded nodes
 # ----------------------------------------------------------------------------------------
@@ -110,6 +124,7 @@ class Transform:
             if self.adjoint:
                 op = create_adjoint_op(op, lazy=True)
             if self.wires:
+                check_control_wires(op, self.wires)
                 op = create_controlled_op(
                     op,
                     list(self.wires),

@@ -139,6 +139,7 @@ def ctrl(
     wires, static, values = hybrid.split_control_values(control, control_values)
     traced = any(hybrid.is_traced(v) for v in values)
     if isinstance(op, qml.operation.Operator):
+        hybrid.check_control_wires(op, wires)
         if traced:
             qml.QueuingManager.remove(op)
             for flip in hybrid.flip_ops(wires, values, 1.0):

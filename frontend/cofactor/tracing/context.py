@@ -91,6 +91,8 @@ class TraceContext:
         # each function (by entry block id), and whether the module needs the helpers
         self.interrupt_counts: dict[int, SSAValue] = {}
         self.interrupt_checks = False
+        # qjit(disable_assertions=True): debug_assert compiles no check
+        self.disable_assertions = False
 
     def hoisted_alloc(self, type_: MemRefType, *, heap: bool = True) -> SSAValue:
         """A buffer allocated once at the start of the current function (not inside the loop

@@ -1,7 +1,9 @@
 """`qml.density_matrix(wires)` of a circuit's final state: the reduced density matrix
 `rho = Tr_rest |psi><psi|`, computed from the traced state vector (the runtime has no
 density-matrix measurement). As in PennyLane, the rows follow the order of the wires as
-given, and it needs an analytic QNode."""
+given, and it needs an analytic QNode. `qml.purity(wires)` is `Tr(rho^2)` of it; the
+measurements that need `rho`'s eigenvalues (entropies, mutual information) are refused with
+what to return instead."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pennylane as qml
-from pennylane.measurements import DensityMatrixMP
+from pennylane.measurements import DensityMatrixMP, MeasurementProcess, PurityMP
 
 from cofactor.errors import CompileError
 from cofactor.tracing.tracer import Tracer
@@ -18,19 +20,27 @@ if TYPE_CHECKING:
     from cofactor.tracing.qnode import QuantumScope
 
 
-def density_matrix(scope: QuantumScope, mp: DensityMatrixMP) -> Tracer:
+def reduced_state_measurement(scope: QuantumScope, mp: DensityMatrixMP | PurityMP) -> Tracer:
+    """`qml.density_matrix(wires)` or `qml.purity(wires)`."""
+    if isinstance(mp, PurityMP):
+        rho = density_matrix(scope, mp, "qml.purity")
+        # Tr(rho^2) = sum |rho_ij|^2 for a Hermitian rho (real, as PennyLane returns it)
+        return np.sum(np.real(rho) ** 2 + np.imag(rho) ** 2)
+    return density_matrix(scope, mp)
+
+
+def density_matrix(
+    scope: QuantumScope, mp: MeasurementProcess, what: str = "qml.density_matrix"
+) -> Tracer:
     if scope.shots > 0:
-        raise CompileError(
-            "qml.density_matrix needs an analytic QNode (shots=None), as in PennyLane"
-        )
+        raise CompileError(f"{what} needs an analytic QNode (shots=None), as in PennyLane")
     state = scope.emit_measurement_plain(qml.state())
     n = int(np.log2(state.shape[0]))
     if scope.wire_map is not None:
         missing = [w for w in mp.wires if w not in scope.wire_map]
         if missing:
             raise CompileError(
-                f"qml.density_matrix: wire {missing[0]!r} is not on the device "
-                f"(wires: {list(scope.wire_map)})"
+                f"{what}: wire {missing[0]!r} is not on the device (wires: {list(scope.wire_map)})"
             )
         kept = [scope.wire_map[w] for w in mp.wires]
     else:  # qml.state() of a device without wires: the circuit's wires in order of use
@@ -39,3 +49,32 @@ def density_matrix(scope: QuantumScope, mp: DensityMatrixMP) -> Tracer:
     psi = np.transpose(state.reshape((2,) * n), kept + [w for w in range(n) if w not in kept])
     psi = psi.reshape(2 ** len(kept), 2 ** (n - len(kept)))
     return psi @ np.conj(psi).T
+
+
+# measurements whose value PennyLane computes from the state on the host, each with what a
+# compiled program returns instead (Catalyst supports none of them either)
+_FROM_THE_DENSITY_MATRIX = {
+    "VnEntropyMP": "qml.math.vn_entropy",
+    "MutualInfoMP": "qml.math.mutual_info",
+    "VnEntanglementEntropyMP": "qml.math.vn_entanglement_entropy",
+}
+_SHADOWS = ("ClassicalShadowMP", "ShadowExpvalMP")
+
+
+def unsupported_measurement(mp: MeasurementProcess) -> CompileError:
+    """The error for a measurement cofactor does not compile, saying what to do instead."""
+    name = type(mp).__name__
+    supported = "expval, var, probs, sample, counts, state, density_matrix and purity are supported"
+    if name in _FROM_THE_DENSITY_MATRIX:
+        hint = (
+            f"return qml.density_matrix(wires) (or qml.state()) from the QNode and apply "
+            f"{_FROM_THE_DENSITY_MATRIX[name]} to it outside the compiled function"
+        )
+    elif name in _SHADOWS:
+        hint = (
+            "classical shadows are not supported under qjit (nor by Catalyst): measure "
+            "qml.sample in random Pauli bases, or run this QNode without qjit"
+        )
+    else:
+        hint = "run this QNode without qjit"
+    return CompileError(f"measurement {name} is not supported by cofactor ({supported}); {hint}")

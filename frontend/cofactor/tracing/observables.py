@@ -80,8 +80,14 @@ def f64_value(p: Any) -> SSAValue:
 
 
 def complex_matrix_memref(m: Any) -> SSAValue:
-    """A (traced or constant) complex matrix stored into a stack buffer memref<DxDx2xf64>."""
+    """A (traced or constant) complex matrix as a memref<DxDx2xf64>: a constant one is a
+    read-only global of its data (one dense attribute: a 64x64 unitary stored element by
+    element was 8192 stores, and templates such as QuantumMonteCarlo apply several, which
+    took a minute to compile), a traced one is stored into a stack buffer."""
     ctx = context.current()
+    if not is_dynamic(m) and np.ndim(m) == 2:
+        constant = np.ascontiguousarray(m, dtype=np.complex128)
+        return ctx.builder.constant_array(ctx.fresh_name("__cf_matrix"), constant)
     t = cast_tracer(as_tracer(m), COMPLEX)
     buf = ctx.hoisted_alloc(memref_type(t.shape, COMPLEX), heap=False)
     store_tracer(t, buf)

@@ -31,6 +31,7 @@ from pennylane.measurements import (
     ExpectationMP,
     MeasurementProcess,
     ProbabilityMP,
+    PurityMP,
     SampleMP,
     StateMP,
     VarianceMP,
@@ -352,10 +353,10 @@ class QuantumScope:
         ctx = context.current()
         if isinstance(mp, ExpectationMP | VarianceMP):
             return observables.emit_expval_or_var(self, mp.obs, isinstance(mp, VarianceMP))
-        if isinstance(mp, DensityMatrixMP):
-            from cofactor.tracing.density import density_matrix
+        if isinstance(mp, DensityMatrixMP | PurityMP):
+            from cofactor.tracing.density import reduced_state_measurement
 
-            return density_matrix(self, mp)
+            return reduced_state_measurement(self, mp)
         if isinstance(mp, StateMP) and type(mp) is StateMP:
             labels = self.all_wires()
             n = self.num_qubits if labels is None else max(labels, default=-1) + 1
@@ -381,7 +382,9 @@ class QuantumScope:
             result = self._emit_basis_measurement(mp, eigen)
             undo()
             return result
-        raise CompileError(f"measurement {type(mp).__name__} is not supported by cofactor")
+        from cofactor.tracing.density import unsupported_measurement
+
+        raise unsupported_measurement(mp)
 
     def _emit_basis_measurement(
         self, mp: MeasurementProcess, eigen: Callable[[Tracer], Tracer] | None

@@ -63,6 +63,35 @@ def _names(qnode: Any) -> str:
     return ", ".join(names)
 
 
+# Catalyst compiler passes (a `qml.transform(pass_name=...)` without a tape implementation)
+# that PennyLane also implements as tape transforms: cofactor, which applies tape transforms
+# while tracing, runs those instead (gridsynth has its own stand-in, gridsynth.py)
+_TAPE_TRANSFORM_OF_PASS = {
+    "split-non-commuting": "split_non_commuting",
+    "split-to-single-terms": "split_to_single_terms",
+    "cancel-inverses": "cancel_inverses",
+    "merge-rotations": "merge_rotations",
+    "combine-global-phases": "combine_global_phases",
+}
+
+
+def _with_tape_stand_ins(program: Any) -> Any:
+    """`program` with the pass-only transforms of `_TAPE_TRANSFORM_OF_PASS` replaced by
+    PennyLane's tape transforms of the same name (with the same arguments)."""
+    from pennylane.transforms.core.transform import BoundTransform
+
+    def stand_in(t: Any) -> Any:
+        name = _TAPE_TRANSFORM_OF_PASS.get(getattr(t, "pass_name", None) or "")
+        if name is None or getattr(t, "tape_transform", "") is not None:
+            return t
+        return BoundTransform(getattr(qml.transforms, name), t.args, t.kwargs)
+
+    replaced = [stand_in(t) for t in program]
+    if all(r is t for r, t in zip(replaced, program, strict=True)):
+        return program
+    return type(program)(replaced)
+
+
 def mid_key(mp: Any) -> Any:
     """What identifies a MidMeasure across the copies transforms make of it."""
     return getattr(mp, "meas_uid", None) or getattr(mp, "id", None) or id(mp)
@@ -136,7 +165,7 @@ def trace_transformed(scope: Any, qnode: Any, call_args: tuple) -> Any:
     cotransform = _classical_cotransform(program, tape, call_args, names)
     # a fresh pipeline: PennyLane keeps the classical-Jacobian cache of its last call on it
     program = type(program)(list(program))
-    program = gridsynth.with_pass_stand_ins(program)
+    program = _with_tape_stand_ins(gridsynth.with_pass_stand_ins(program))
     tapes, post = _apply(program, tape, names)
     only_measurements = all(isinstance(v, MeasurementProcess) for v in leaves)
     if len(tapes) == 1:
