@@ -341,6 +341,7 @@ void GateFuser::writePrefix(cplx *sv, int n) {
 
 void GateFuser::flushForZWords(cplx *sv, int n, uint64_t *masks, size_t count) {
     if (prefix_) writePrefix(sv, n);
+    if (queued_ > 0 && queueIsConeRest_) replayQueue(sv, n); // (see queueIsConeRest_)
     if (queued_ > 0) { // the queued operations outside the words' light cone stay queued
         lightCone(queue_.data(), queued_, n, masks, count, deferred_);
         const size_t total = queued_;
@@ -353,6 +354,7 @@ void GateFuser::flushForZWords(cplx *sv, int n, uint64_t *masks, size_t count) {
         if (!blocks_.empty()) flushAll(sv, n);
         if (!ready_.empty()) drain(sv, n);
         queued_ = kept;
+        queueIsConeRest_ = true;
         static const bool trace = std::getenv("COFACTOR_FUSION_TRACE") != nullptr;
         if (trace) std::fprintf(stderr, "light cone: %zu of %zu operations stay queued\n", kept, total);
         return;
@@ -465,6 +467,7 @@ void GateFuser::add(cplx *sv, int n, const Operation &op) {
     if (queued_ == queue_.size()) queue_.push_back(op);
     else queue_[queued_] = op; // the slot's vectors keep their capacity
     ++queued_;
+    queueIsConeRest_ = false;
     if (queued_ >= kMaxPending) replayQueue(sv, n);
 }
 

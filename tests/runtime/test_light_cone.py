@@ -282,6 +282,7 @@ LIGHT_CONE_TRACE = (
     "z0 = rt.named('PauliZ', 0)\n"
     "print(rt.expval(z0))\n"
     "print(rt.adjoint_jacobian([z0]).sum())\n"
+    "print(rt.expval(rt.named('PauliZ', 1)))\n"
 )
 
 
@@ -310,3 +311,5 @@ def test_light_cone_leaves_gates_queued():
     assert kept and kept[-1][0] >= 12 + 9, proc.stderr[-3000:]
     skipped = re.findall(r"adjoint light cone: (\d+) of", proc.stderr)
     assert skipped and int(skipped[-1]) == kept[-1][0], proc.stderr[-3000:]
+    # the second expval applies what the first left (GateFuser::queueIsConeRest_): one walk
+    assert len(kept) == 1, proc.stderr[-3000:]
