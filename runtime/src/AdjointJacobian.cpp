@@ -20,10 +20,12 @@
 // With fusion on, AdjointFusion.hpp gathers runs of operations into blocks that take one
 // of these passes each; the walk ends at the tape's first trainable operation.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 
 #include "AdjointFusion.hpp"
+#include "LightCone.hpp"
 #include "GateFusion.hpp"
 #include "Error.hpp"
 #include "StateVectorDevice.hpp"
@@ -117,7 +119,9 @@ size_t zWordRun(const std::vector<Operation> &tape, size_t first, const std::vec
 // The tape's leading run of one-wire gates (no controls), from |0...0> a product state:
 // returns the run's length and, in tlo / thi, the product's tables for writeProductState
 // (the low h = n/2 bits, the high n-h bits; bit b of an index is wire n-1-b).
-size_t productPrefix(const std::vector<Operation> &tape, int n, std::vector<cplx> &tlo, std::vector<cplx> &thi) {
+// Operations marked in `deferred` (the light cone's, coneTail) are not part of the state.
+size_t productPrefix(const std::vector<Operation> &tape, const std::vector<char> &deferred, int n,
+                     std::vector<cplx> &tlo, std::vector<cplx> &thi) {
     std::vector<cplx> vec(2 * size_t(n), cplx(0)); // each wire's 2-vector
     for (int w = 0; w < n; ++w) vec[2 * size_t(w)] = 1;
     size_t end = 0;
@@ -127,6 +131,7 @@ size_t productPrefix(const std::vector<Operation> &tape, int n, std::vector<cplx
         if ((op.kind != Operation::Kind::Gate && op.kind != Operation::Kind::Unitary) || !fusion::fusable(op) ||
             fusion::localWires(op, w) != 1)
             break;
+        if (!deferred.empty() && deferred[end]) continue;
         const std::vector<cplx> m = fusion::localMatrix(op, 1, /*inverse=*/false);
         cplx *v = &vec[2 * size_t(w[0])];
         const cplx v0 = v[0], v1 = v[1];
@@ -144,6 +149,27 @@ size_t productPrefix(const std::vector<Operation> &tape, int n, std::vector<cplx
     return end;
 }
 
+// Each observable a sum of Z words: marks the tape's operations outside their light cone
+// (LightCone.hpp), which change no derivative (they commute with the words as rewritten by
+// the operations after them, or map Z words to Z words: CNOT, SWAP, diagonal gates), and
+// rewrites the words of every term, observable after observable, into those on the state
+// without them. False when not Z words, when nothing is outside, or when switched off
+// (COFACTOR_ADJOINT_LIGHT_CONE=0, for A/B timings and tests).
+bool coneTail(const std::vector<Operation> &tape, const std::vector<const Observable *> &obs, int n,
+              std::vector<char> &deferred, std::vector<uint64_t> &masks) {
+    const char *knob = std::getenv("COFACTOR_ADJOINT_LIGHT_CONE");
+    if ((knob && *knob && std::atoi(knob) == 0) || n > 63) return false;
+    masks.clear();
+    for (const Observable *o : obs)
+        for (const ObsTerm &t : o->terms) {
+            PauliMasks pm;
+            if (!pauliMasks(t, n, pm) || pm.x != 0 || pm.y != 0) return false;
+            masks.push_back(pm.z);
+        }
+    fusion::lightCone(tape.data(), tape.size(), n, masks.data(), masks.size(), deferred);
+    return std::find(deferred.begin(), deferred.end(), 1) != deferred.end();
+}
+
 SpareBuffers &spareBuffers() {
     thread_local SpareBuffers spares;
     return spares;
@@ -152,7 +178,21 @@ SpareBuffers &spareBuffers() {
 
 void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int64_t numParams,
                                         const std::vector<const Observable *> &obs, double *jac) {
-    flush(); // the final state, with every queued gate applied
+    // When an expval of the same Z words left exactly the operations outside their light cone
+    // queued (GateFuser::flushForZWords), the state as it is is that of the others: the walk
+    // starts there and skips the queued ones (they stay queued for whatever reads the state
+    // next). Otherwise: the final state, with every queued gate applied.
+    std::vector<char> deferred;
+    std::vector<uint64_t> coneMasks;
+    const bool cone = coneTail(tape, obs, n_, deferred, coneMasks) &&
+                      fuser_.pendingAre(tape.data(), tape.size(), deferred);
+    if (!cone) {
+        deferred.clear();
+        flush();
+    } else if (std::getenv("COFACTOR_FUSION_TRACE")) {
+        std::fprintf(stderr, "adjoint light cone: %zu of %zu operations skipped\n",
+                     size_t(std::count(deferred.begin(), deferred.end(), 1)), tape.size());
+    }
     for (const auto &op : tape)
         if (op.kind == Operation::Kind::Measure)
             fail(CF_ERR_NOT_SUPPORTED, "adjoint Jacobian: the tape contains a mid-circuit "
@@ -196,14 +236,15 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
     std::vector<uint64_t> zmasks, image;
     const char *zRun = std::getenv("COFACTOR_ADJOINT_Z_RUN");
     const size_t run =
-        zRun && *zRun && std::atoi(zRun) == 0 ? 0 : zWordRun(tape, firstTrainable, obs, n_, zmasks, image);
+        cone || (zRun && *zRun && std::atoi(zRun) == 0) ? 0 : zWordRun(tape, firstTrainable, obs, n_, zmasks, image);
+    if (cone) zmasks = coneMasks;
     // from |0...0>, phi where the walk reaches the tape's leading one-wire gates is their
     // product state: written in one pass (AdjointFusion.hpp, "Product prefix");
     // COFACTOR_ADJOINT_PRODUCT_PREFIX=0: walked back as any other state (A/B timings, tests)
     std::vector<cplx> tlo, thi;
     const char *productKnob = std::getenv("COFACTOR_ADJOINT_PRODUCT_PREFIX");
     const bool productOn = !(productKnob && *productKnob && std::atoi(productKnob) == 0);
-    const size_t prefixEnd = tapeFromZero_ && productOn && n_ >= 2 ? productPrefix(tape, n_, tlo, thi) : 0;
+    const size_t prefixEnd = tapeFromZero_ && productOn && n_ >= 2 ? productPrefix(tape, deferred, n_, tlo, thi) : 0;
     StateBuffer phi, mu, scratch;
     std::vector<StateBuffer> lambda(batch);
     struct GiveBack { // the buffers of a small register go to the spares when this returns
@@ -226,8 +267,9 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
 
     for (size_t first = 0; first < numObs; first += batch) {
         const size_t count = std::min(batch, numObs - first);
-        if (run > 0) { // phi = R^dagger phi in one gather pass (not a pass per gate); lambda = O' phi
-            fusion::permuteLinear(phi.data(), sv_.data(), n_, image.data());
+        if (run > 0 || cone) { // phi = R^dagger phi in one gather pass (not a pass per gate); lambda = O' phi
+            if (cone) copyState(phi.data(), sv_.data(), size);
+            else fusion::permuteLinear(phi.data(), sv_.data(), n_, image.data());
             size_t term = 0;
             for (size_t o = 0; o < first; ++o) term += obs[o]->terms.size();
             for (size_t b = 0; b < count; ++b) {
@@ -306,7 +348,11 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
         // COFACTOR_ADJOINT_CHUNK_QUBITS: the chunks of the queued steps' groups (0: none)
         if (const char *k = std::getenv("COFACTOR_ADJOINT_CHUNK_QUBITS"); k && *k) fuser.setChunkQubits(std::atoi(k));
         // operations before the first trainable one change no derivative: the walk ends there
-        for (size_t i = tape.size() - run; i-- > firstTrainable;) fuser.add(tape[i], i == firstTrainable);
+        // (nor do those outside the light cone: skipped)
+        size_t lastWalked = firstTrainable;
+        while (!deferred.empty() && lastWalked < tape.size() && deferred[lastWalked]) ++lastWalked;
+        for (size_t i = tape.size() - run; i-- > lastWalked;)
+            if (deferred.empty() || !deferred[i]) fuser.add(tape[i], i == lastWalked);
         fuser.finish();
     }
 }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "Error.hpp"
+#include "LightCone.hpp"
 #include "StateVectorDevice.hpp"
 #include "ThreadPool.hpp"
 #include "TileSweep.hpp"
@@ -231,6 +232,7 @@ void GateFuser::configure(int n) {
     const int fallback = n >= kWideFusionMinQubits ? 3 : 2;
     const int k = std::clamp(envInt("COFACTOR_FUSION_QUBITS", fallback), 1, kMaxFusionQubits);
     maxQubits_ = on && n >= minQubits ? k : 0;
+    lightCone_ = envInt("COFACTOR_FUSION_LIGHT_CONE", 1) != 0;
     // tiles: only where the kernels inside a tile run on one thread (below the pool's
     // threshold), so that the pass over the tiles is the only parallel loop
     const int tile = envInt("COFACTOR_FUSION_TILE_QUBITS", kDefaultTileQubits);
@@ -244,16 +246,19 @@ void GateFuser::discard() {
     blocks_.clear();
     ready_.clear();
     used_ = 0;
+    queued_ = 0;
     prefix_ = prefixDirty_ = false;
 }
 
-void GateFuser::startFromZero(int n) {
+bool GateFuser::startFromZero(int n) {
     discard();
-    if (!enabled()) return;
+    if (!enabled()) return false;
     prefix_ = true;
+    zeroUnwritten_ = true;
     wireVec_.assign(2 * size_t(n), cplx(0));
     for (int w = 0; w < n; ++w) wireVec_[2 * size_t(w)] = 1;
     cnots_.clear();
+    return true;
 }
 
 // Takes op into the product prefix if it keeps the state a permuted product state.
@@ -291,8 +296,16 @@ bool GateFuser::absorb(const Operation &op) {
 // P the CNOTs in order (P^-1: the same CNOTs in reverse), i linear in j over GF(2).
 void GateFuser::writePrefix(cplx *sv, int n) {
     prefix_ = false;
-    if (!prefixDirty_) return; // still |0...0>
+    if (!prefixDirty_) { // still |0...0>
+        if (zeroUnwritten_) {
+            fillZero(sv, uint64_t(1) << n);
+            sv[0] = 1;
+            zeroUnwritten_ = false;
+        }
+        return;
+    }
     prefixDirty_ = false;
+    zeroUnwritten_ = false; // (writeProductState writes every amplitude)
     const int h = n / 2;
     auto preimage = [&](uint64_t j) {
         for (auto it = cnots_.rbegin(); it != cnots_.rend(); ++it)
@@ -326,39 +339,26 @@ void GateFuser::writePrefix(cplx *sv, int n) {
     writeProductState(sv, n, h, tlo.data(), thi.data(), llo.data(), lhi.data(), identity);
 }
 
-namespace {
-
-// op maps Z words to Z words: a CNOT (X with one control on 1), a SWAP, or diagonal.
-bool zWordMap(const Operation &op) {
-    if (op.kind != Operation::Kind::Gate || !fusable(op)) return false;
-    const Canonical c = canonicalGate(op.gateId);
-    const Controls ctrls = operationControls(op);
-    if (c.base == CF_GATE_PauliX) return ctrls.size == 1 && ctrls.value[0] == 1;
-    if (c.base == CF_GATE_SWAP) return ctrls.size == 0;
-    static const double kNoParams[1] = {0};
-    const int k = int(op.wires.size()) - c.builtinCtrls;
-    const Shape shape = baseGateMatrix(c.base, op.params.empty() ? kNoParams : op.params.data(), k, op.adjoint).shape;
-    return shape == Shape::Diagonal || shape == Shape::Parity || shape == Shape::Identity;
-}
-
-// mask <- the Z word R^dagger Z_mask R, R = op (a zWordMap operation)
-uint64_t conjugateZ(const Operation &op, int n, uint64_t mask) {
-    const int64_t base = canonicalGate(op.gateId).base;
-    if (base == CF_GATE_PauliX) { // CNOT: Z on the target picks up Z on the control
-        const Controls c = operationControls(op);
-        const int t = bitOf(n, op.wires.back()), ctl = bitOf(n, c.wire[0]);
-        if ((mask >> t) & 1) mask ^= uint64_t(1) << ctl;
-    } else if (base == CF_GATE_SWAP) {
-        const int a = bitOf(n, op.wires[0]), b = bitOf(n, op.wires[1]);
-        if (((mask >> a) ^ (mask >> b)) & 1) mask ^= (uint64_t(1) << a) | (uint64_t(1) << b);
-    }
-    return mask; // diagonal: commutes with every Z word
-}
-
-} // namespace
-
 void GateFuser::flushForZWords(cplx *sv, int n, uint64_t *masks, size_t count) {
     if (prefix_) writePrefix(sv, n);
+    if (queued_ > 0 && queueIsConeRest_) replayQueue(sv, n); // (see queueIsConeRest_)
+    if (queued_ > 0) { // the queued operations outside the words' light cone stay queued
+        lightCone(queue_.data(), queued_, n, masks, count, deferred_);
+        const size_t total = queued_;
+        queued_ = 0; // an exception (an interrupt) cannot leave operations to apply twice
+        size_t kept = 0;
+        for (size_t i = 0; i < total; ++i) {
+            if (!deferred_[i]) addNow(sv, n, queue_[i]);
+            else if (kept++ != i) std::swap(queue_[kept - 1], queue_[i]); // in order, slots kept
+        }
+        if (!blocks_.empty()) flushAll(sv, n);
+        if (!ready_.empty()) drain(sv, n);
+        queued_ = kept;
+        queueIsConeRest_ = true;
+        static const bool trace = std::getenv("COFACTOR_FUSION_TRACE") != nullptr;
+        if (trace) std::fprintf(stderr, "light cone: %zu of %zu operations stay queued\n", kept, total);
+        return;
+    }
     std::vector<Block> blocks, apply;
     blocks.swap(blocks_);
     for (Block &b : blocks) {
@@ -463,6 +463,21 @@ void GateFuser::add(cplx *sv, int n, const Operation &op) {
         if (absorb(op)) return;
         writePrefix(sv, n);
     }
+    if (!lightCone_) return addNow(sv, n, op);
+    if (queued_ == queue_.size()) queue_.push_back(op);
+    else queue_[queued_] = op; // the slot's vectors keep their capacity
+    ++queued_;
+    queueIsConeRest_ = false;
+    if (queued_ >= kMaxPending) replayQueue(sv, n);
+}
+
+void GateFuser::replayQueue(cplx *sv, int n) {
+    const size_t total = queued_;
+    queued_ = 0; // an exception (an interrupt) cannot leave operations to apply twice
+    for (size_t i = 0; i < total; ++i) addNow(sv, n, queue_[i]);
+}
+
+void GateFuser::addNow(cplx *sv, int n, const Operation &op) {
     // bounds the pool of queued operations on long circuits that never read the state
     if (used_ >= kMaxPending) flushAll(sv, n);
     int64_t w[kMaxQubits];

@@ -17,6 +17,10 @@
 // it keeps every operation individually, so the adjoint Jacobian, parameter-shift replays
 // and mid-circuit measurements see exactly the operations that were called.
 //
+// Gates are first only queued; the queue goes through the fusion above when the state is
+// read, except that an expval of Z words leaves the gates outside its light cone queued
+// (LightCone.hpp).
+//
 // COFACTOR_FUSION=0 switches fusion off (for debugging and for the fused/unfused tests);
 // COFACTOR_FUSION_QUBITS sets maxQubits (1..6); COFACTOR_FUSION_MIN_QUBITS: registers
 // smaller than this are not fused; COFACTOR_FUSION_TILE_QUBITS / _TILE_MIN_QUBITS: the
@@ -111,6 +115,7 @@ class GateFuser {
     // Applies every pending block.
     void flush(cplx *sv, int n) {
         if (prefix_) writePrefix(sv, n);
+        if (queued_ > 0) replayQueue(sv, n);
         if (!blocks_.empty()) flushAll(sv, n);
         if (!ready_.empty()) drain(sv, n);
     }
@@ -124,10 +129,19 @@ class GateFuser {
     // passes of a circuit's trailing CNOT ring (StronglyEntanglingLayers: 4-9 of ~30-50 at
     // n = 16) and trailing phase gates.
     void flushForZWords(cplx *sv, int n, uint64_t *masks, size_t count);
+    // Whether what is pending is exactly the queue, and the queue is ops[i] for each i < count
+    // with deferred[i], in order (compared by value): then the state as it is now is that of
+    // the other operations alone (the adjoint Jacobian's light cone, LightCone.cpp).
+    bool pendingAre(const Operation *ops, size_t count, const std::vector<char> &deferred) const;
     // Forgets the pending blocks (the state is about to be replaced).
     void discard();
     // The state is |0...0> (a device reset): the product prefix starts (see below).
-    void startFromZero(int n);
+    // Returns whether it takes over writing |0...0> too (fusion on): then the device need not
+    // write it, the first flush or the product prefix does (writeProductState writes every
+    // amplitude, so a circuit starting with one-wire gates saves the pass that zeroed the
+    // state: ~2% of SEL forward at n = 20). Until then the buffer's contents are stale, so
+    // everything that reads the state must flush first, as for any queued gate.
+    bool startFromZero(int n);
     // Whether the state is still |0...0> since startFromZero (no gate taken, none applied).
     bool atZero() const { return prefix_ && !prefixDirty_; }
 
@@ -137,6 +151,24 @@ class GateFuser {
         std::vector<uint32_t> ops; // indices into pool_, in application order
     };
     void flushAll(cplx *sv, int n);
+    // The fusion proper: op joins the pending blocks, which are applied as they must be.
+    void addNow(cplx *sv, int n, const Operation &op);
+
+    // The queue: operations are first only queued (add), and go through addNow when the
+    // state is read (flush, replayQueue) or when kMaxPending of them wait; flushForZWords
+    // passes only those in the light cone of its words (LightCone.hpp) and leaves the others
+    // queued. COFACTOR_FUSION_LIGHT_CONE=0: every operation goes to addNow at once.
+    void replayQueue(cplx *sv, int n);
+    bool lightCone_ = true;
+    // The queue is what an earlier flushForZWords left (no gate queued since): a further one
+    // applies it all instead of walking it again. The light cone pays when one expval reads
+    // the state; with an expval per wire (qml.expval(Z(w)) for every w) each would apply a
+    // small cone of its own, unfused with the rest (SEL n = 20, 20 expvals: ~10% slower than
+    // one fused flush), so the first one takes its cone and the next applies the remainder.
+    bool queueIsConeRest_ = false;
+    std::vector<Operation> queue_; // slots reused across calls (their vectors keep capacity)
+    size_t queued_ = 0;
+    std::vector<char> deferred_;
     void applyBlock(cplx *sv, int n, const Block &b);
 
     // Tiles (cache blocking). A block whose wires are all among the low tileQubits_ bits
@@ -163,6 +195,7 @@ class GateFuser {
     // first other operation comes or the state is read, instead of a pass per gate or block.
     bool prefix_ = false;        // the state is |0...0> under the pending wire vectors/swaps
     bool prefixDirty_ = false;   // some gate was absorbed
+    bool zeroUnwritten_ = false; // |0...0> is not in the buffer yet (startFromZero)
     std::vector<cplx> wireVec_;  // 2 per wire
     std::vector<std::pair<int64_t, int64_t>> cnots_; // (control, target), in order
 

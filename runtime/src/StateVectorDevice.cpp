@@ -182,10 +182,9 @@ void StateVectorDevice::reset(int64_t shots, int64_t seed) {
 }
 
 void StateVectorDevice::resetState() {
-    fuser_.discard();
+    if (fuser_.startFromZero(n_)) return; // the fuser writes |0...0> when it is read
     fillZero(sv_.data(), sv_.size());
     sv_[0] = 1;
-    fuser_.startFromZero(n_);
 }
 
 void StateVectorDevice::state(double *out) {
@@ -194,11 +193,11 @@ void StateVectorDevice::state(double *out) {
 }
 
 void StateVectorDevice::setState(const double *amplitudes) {
-    fuser_.discard(); // the gates before set_state act on a state that is replaced
     const cplx *in = reinterpret_cast<const cplx *>(amplitudes);
     const double norm = norm2(in, sv_.size());
-    if (!(std::abs(norm - 1.0) <= 1e-8))
+    if (!(std::abs(norm - 1.0) <= 1e-8)) // (before the discard: the state stays as it was)
         fail(CF_ERR_INVALID_ARGUMENT, "set_state: the state is not normalised (norm^2 = ", norm, ")");
+    fuser_.discard(); // the gates before set_state act on a state that is replaced
     copyState(sv_.data(), in, sv_.size());
 }
 
