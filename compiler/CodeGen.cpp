@@ -239,6 +239,7 @@ bool emitObject(llvm::Module &module, llvm::SmallVectorImpl<char> &object,
     std::unique_ptr<PreparedCodeGen> ready = std::move(prepared);
     module.setTargetTriple(triple);
     module.setDataLayout(ready->machine->createDataLayout());
+    packConstantArrays(module);
     ready->passes.run(module);
     object.assign(ready->buffer.begin(), ready->buffer.end());
     return true;
@@ -248,6 +249,7 @@ bool emitObject(llvm::Module &module, llvm::SmallVectorImpl<char> &object,
     return false;
   module.setTargetTriple(triple);
   module.setDataLayout(machine->createDataLayout());
+  packConstantArrays(module);
 
   llvm::raw_svector_ostream os(object);
   llvm::legacy::PassManager passes;

@@ -76,6 +76,11 @@ void setOption(llvm::StringRef name, llvm::StringRef value);
 bool emitObject(llvm::Module &module, llvm::SmallVectorImpl<char> &object,
                 std::string &error);
 
+/// Large module-local constant arrays of numbers become arrays of bytes of the same
+/// contents, alignment and section (ConstantData.cpp): the assembly printer emits those
+/// as one block instead of element by element. Called by emitObject.
+void packConstantArrays(llvm::Module &module);
+
 /// cc -shared: lld links `object` with `linkArgs` (the runtime) into `output`; the C
 /// libraries are found at load time, through the runtime's dependencies (see Link.cpp).
 bool linkSharedLibrary(llvm::StringRef object, const std::vector<std::string> &linkArgs,
