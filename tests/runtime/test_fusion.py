@@ -14,6 +14,7 @@ import re
 import numpy as np
 import pytest
 from isa_child import assert_passes_at_isa
+from runtime_child import RUNTIME_SCRIPT_PRELUDE, run_traced
 from scipy.stats import unitary_group
 
 FIXED_GATES = [
@@ -587,14 +588,7 @@ def test_tiled_blocks_match_untiled(rt, monkeypatch, measure, shots):
                     np.testing.assert_array_equal(ours[4], other[4])
 
 
-TILE_TRACE = (
-    "import sys\n"
-    "import numpy as np\n"
-    "sys.path.insert(0, {here!r})\n"
-    "from conftest import Runtime\n"
-    "from cofactor.runtime_lib import load_runtime\n"
-    "rt = Runtime(load_runtime())\n"
-    "rt.acquire(12)\n"
+TILE_TRACE = RUNTIME_SCRIPT_PRELUDE + (
     "for layer in range(3):\n"
     "    for w in range(12):\n"
     "        rt.gate('Rot', [0.1 * w, 0.2, 0.3 + layer], [w])\n"
@@ -607,24 +601,11 @@ TILE_TRACE = (
 def test_tile_passes_happen():
     """The comparison above proves nothing if no block waited for a tile pass: the trace of
     a layered circuit must show tile passes of several blocks."""
-    import os
-    import subprocess
-    import sys
-
-    here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(
-        os.environ,
-        COFACTOR_FUSION_TRACE="1",
+    proc = run_traced(
+        TILE_TRACE,
         COFACTOR_FUSION_MIN_QUBITS="0",
         COFACTOR_FUSION_TILE_QUBITS="8",
         COFACTOR_FUSION_TILE_MIN_QUBITS="0",
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", TILE_TRACE.format(here=here)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert abs(float(proc.stdout.split()[-1]) - 1) < 1e-12

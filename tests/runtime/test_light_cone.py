@@ -6,13 +6,12 @@ Jacobian) is that of a run that applied every gate. Compared with the light cone
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 
 import numpy as np
 import pytest
+from runtime_child import RUNTIME_SCRIPT_PRELUDE, run_traced
 from scipy.stats import unitary_group
 
 # gates a Z word's light cone treats in every way: Z-word maps (CNOT, SWAP, diagonal), gates
@@ -264,14 +263,7 @@ def test_queued_gates_stay_with_their_thread(rt, monkeypatch):
         np.testing.assert_allclose(results[seed][1], ref[1], atol=1e-12, rtol=0)
 
 
-LIGHT_CONE_TRACE = (
-    "import sys\n"
-    "import numpy as np\n"
-    "sys.path.insert(0, {here!r})\n"
-    "from conftest import Runtime\n"
-    "from cofactor.runtime_lib import load_runtime\n"
-    "rt = Runtime(load_runtime())\n"
-    "rt.acquire(12)\n"
+LIGHT_CONE_TRACE = RUNTIME_SCRIPT_PRELUDE + (
     "rt.tape_start()\n"
     "for layer in range(4):\n"
     "    for w in range(12):\n"
@@ -287,15 +279,7 @@ LIGHT_CONE_TRACE = (
 
 
 def _traced(script: str) -> subprocess.CompletedProcess:
-    here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, COFACTOR_FUSION_TRACE="1", COFACTOR_FUSION_MIN_QUBITS="0")
-    return subprocess.run(
-        [sys.executable, "-c", script.format(here=here)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_traced(script, COFACTOR_FUSION_MIN_QUBITS="0")
 
 
 def test_light_cone_leaves_gates_queued():
