@@ -27,14 +27,18 @@ from cofactor.tracing.numpy_rules import (
 from cofactor.tracing.tracer import BOOL, COMPLEX, FLOAT, INT, Tracer, normalize_dtype
 
 
+def _accumulated(t: Tracer, dtype) -> Tracer:
+    """The elements a sum or product accumulates: cast to `dtype`, bools counted as ints."""
+    src = t if dtype is None else cast_tracer(t, normalize_dtype(dtype))
+    return cast_tracer(src, INT) if src.dtype == BOOL else src
+
+
 def _sum(a, axis=None, dtype=None, keepdims=False, **kw):
     looped = array_rules.reduce(np.add, a, axis, keepdims, dtype)
     if looped is not None:
         return looped
     t = as_tracer(a)
-    src = t if dtype is None else cast_tracer(t, normalize_dtype(dtype))
-    if src.dtype == BOOL:
-        src = cast_tracer(src, INT)
+    src = _accumulated(t, dtype)
     if t.size == 0:
         return _wrap(
             np.zeros(np.sum(np.zeros(t.shape), axis=axis, keepdims=keepdims).shape, src.dtype)
@@ -46,10 +50,7 @@ def _prod(a, axis=None, dtype=None, keepdims=False, **kw):
     looped = array_rules.reduce(np.multiply, a, axis, keepdims, dtype)
     if looped is not None:
         return looped
-    t = as_tracer(a)
-    src = t if dtype is None else cast_tracer(t, normalize_dtype(dtype))
-    if src.dtype == BOOL:
-        src = cast_tracer(src, INT)
+    src = _accumulated(as_tracer(a), dtype)
     result = _wrap(np.prod(src.elems, axis=axis, keepdims=keepdims))
     # (an empty axis gives Python 1s, an empty result no elements: numpy's dtype is src's)
     return result if result.dtype == src.dtype else cast_tracer(result, src.dtype)
