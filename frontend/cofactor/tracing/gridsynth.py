@@ -319,7 +319,7 @@ def _patches() -> dict[Any, dict[str, Any]]:
     }
 
 
-def _gridsynth_tape(tape: Any, epsilon: float = 1e-4, ppr_basis: bool = False) -> tuple:
+def gridsynth_tape(tape: Any, epsilon: float = 1e-4, ppr_basis: bool = False) -> tuple:
     """Catalyst's `gridsynth` pass (`qml.transforms.gridsynth`, a pass without a tape
     implementation in PennyLane) as a tape transform: every RZ/PhaseShift becomes PennyLane's
     Ross-Selinger word of its angle (found now, or at run time for a traced angle)."""
@@ -347,21 +347,3 @@ def _gridsynth_tape(tape: Any, epsilon: float = 1e-4, ppr_basis: bool = False) -
                 word = run_time_word(op.data[0], word_size(epsilon), decompose)
                 ops.append(CliffordTWord(*word, wires=op.wires))
     return [tape.copy(operations=ops)], lambda results: results[0]
-
-
-def with_pass_stand_ins(program: Any) -> Any:
-    """The transform program with Catalyst passes cofactor runs as tape transforms (only
-    `gridsynth` for now) replaced by those."""
-    from pennylane.transforms.core.transform import BoundTransform
-
-    if not any(getattr(t, "pass_name", None) == "gridsynth" for t in program):
-        return program
-    stand_in = qml.transform(_gridsynth_tape)
-    return type(program)(
-        [
-            BoundTransform(stand_in, t.args, t.kwargs)
-            if getattr(t, "pass_name", None) == "gridsynth" and t.tape_transform is None
-            else t
-            for t in program
-        ]
-    )

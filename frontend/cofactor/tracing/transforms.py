@@ -64,8 +64,8 @@ def _names(qnode: Any) -> str:
 
 
 # Catalyst compiler passes (a `qml.transform(pass_name=...)` without a tape implementation)
-# that PennyLane also implements as tape transforms: cofactor, which applies tape transforms
-# while tracing, runs those instead (gridsynth has its own stand-in, gridsynth.py)
+# that cofactor, which applies tape transforms while tracing, runs as tape transforms:
+# PennyLane's tape transform of the same name, or cofactor's own (gridsynth)
 _TAPE_TRANSFORM_OF_PASS = {
     "split-non-commuting": "split_non_commuting",
     "split-to-single-terms": "split_to_single_terms",
@@ -75,16 +75,24 @@ _TAPE_TRANSFORM_OF_PASS = {
 }
 
 
+def _tape_transform_of_pass(name: str) -> Any:
+    if name == "gridsynth":
+        return qml.transform(gridsynth.gridsynth_tape)
+    attribute = _TAPE_TRANSFORM_OF_PASS.get(name)
+    return None if attribute is None else getattr(qml.transforms, attribute)
+
+
 def _with_tape_stand_ins(program: Any) -> Any:
-    """`program` with the pass-only transforms of `_TAPE_TRANSFORM_OF_PASS` replaced by
-    PennyLane's tape transforms of the same name (with the same arguments)."""
+    """`program` with its pass-only transforms replaced by their tape transforms (same
+    arguments)."""
     from pennylane.transforms.core.transform import BoundTransform
 
     def stand_in(t: Any) -> Any:
-        name = _TAPE_TRANSFORM_OF_PASS.get(getattr(t, "pass_name", None) or "")
-        if name is None or getattr(t, "tape_transform", "") is not None:
+        name = getattr(t, "pass_name", None)
+        if not name or getattr(t, "tape_transform", None) is not None:
             return t
-        return BoundTransform(getattr(qml.transforms, name), t.args, t.kwargs)
+        transform = _tape_transform_of_pass(name)
+        return t if transform is None else BoundTransform(transform, t.args, t.kwargs)
 
     replaced = [stand_in(t) for t in program]
     if all(r is t for r, t in zip(replaced, program, strict=True)):
@@ -165,7 +173,7 @@ def trace_transformed(scope: Any, qnode: Any, call_args: tuple) -> Any:
     cotransform = _classical_cotransform(program, tape, call_args, names)
     # a fresh pipeline: PennyLane keeps the classical-Jacobian cache of its last call on it
     program = type(program)(list(program))
-    program = _with_tape_stand_ins(gridsynth.with_pass_stand_ins(program))
+    program = _with_tape_stand_ins(program)
     tapes, post = _apply(program, tape, names)
     only_measurements = all(isinstance(v, MeasurementProcess) for v in leaves)
     if len(tapes) == 1:
