@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pennylane as qml
 import pytest
-from hypothesis import HealthCheck, Phase, assume, given, note, seed, settings
+from hypothesis import HealthCheck, Phase, assume, given, note, reject, seed, settings
 from hypothesis import strategies as st
 
 import cofactor
@@ -189,12 +189,17 @@ def check(p: FlowProgram) -> None:
     def workflow(x, y, k):
         cost, b = f(x, y, k)
         grads = cofactor.grad(lambda x, y: f(x, y, k)[0], argnums=(0, 1))(x, y)
-        if p.n > IN_REGISTERS:  # (JACOBIAN_OF_BRANCH_IN_MEMORY: known, refused by Enzyme)
-            return cost, b, grads, want_jac
         jac = cofactor.jacobian(lambda x: f(x, y, k)[1])(x)
         return cost, b, grads, jac
 
-    cost, b, (gx, gy), jac = workflow(x, y, k)
+    try:
+        cost, b, (gx, gy), jac = workflow(x, y, k)
+    except cofactor.CompileError as e:
+        if "Cannot deduce type" not in str(e):
+            raise
+        # ENZYME_TYPES_IN_MEMORY (the xfail tests below): a loud refusal, not a wrong number
+        note("known: Enzyme cannot deduce a type (arrays in memory carried by a loop or cond)")
+        reject()
     np.testing.assert_allclose(cost, want_cost, rtol=VALUE_TOL, atol=VALUE_TOL, err_msg="value")
     np.testing.assert_allclose(b, want_b, rtol=VALUE_TOL, atol=VALUE_TOL, err_msg="array")
     np.testing.assert_allclose(gx, want_grad[0], rtol=GRAD_TOL, atol=GRAD_TOL, err_msg="d/dx")
@@ -222,13 +227,19 @@ def test_control_flow_programs_match_autograd(p: FlowProgram) -> None:
     check(p)
 
 
-@pytest.mark.xfail(
+#: ENZYME_TYPES_IN_MEMORY: Enzyme stops with "Cannot deduce type of phi" on these programs
+#: (arrays over 16 elements, in memory, carried by a loop or returned by cond), because the
+#: in-process compile limits its type analysis to `enzyme-max-int-offset` 2 (compiler/
+#: Optimize.cpp; 8 fails too): opt with Enzyme's default (100), COFACTOR_PIPELINE=subprocess,
+#: differentiates them. See /work/wt/notes/trust9-report.md.
+KNOWN = pytest.mark.xfail(
     strict=True,
     raises=cofactor.CompileError,
-    reason="JACOBIAN_OF_BRANCH_IN_MEMORY: the jacobian (or jvp / vjp) of a function whose "
-    "result is an array of over 16 elements returned by cond stops in Enzyme with 'Cannot "
-    "deduce type of phi' (grad of a scalar of it works); see /work/wt/notes/trust9-report.md",
+    reason="ENZYME_TYPES_IN_MEMORY: Enzyme cannot deduce the type of a phi (max-int-offset 2)",
 )
+
+
+@KNOWN
 def test_known_jacobian_of_a_cond_returning_an_array_in_memory() -> None:
     def f(x, y):
         @cofactor.cond(y > 0.2)
@@ -244,3 +255,19 @@ def test_known_jacobian_of_a_cond_returning_an_array_in_memory() -> None:
     x = np.linspace(-1.0, 1.0, IN_REGISTERS + 1)
     jac = cofactor.qjit(cofactor.jacobian(f))(x, -0.9)
     np.testing.assert_allclose(jac, np.diag(2 * x), rtol=1e-12)
+
+
+@KNOWN
+def test_known_grad_through_a_loop_carrying_a_maximum_in_memory() -> None:
+    def f(x, y):
+        @cofactor.for_loop(0, 1, 1)
+        def loop(i, a):
+            return np.maximum(a, x) * 0.5 + np.sin(y)
+
+        a = loop(x * 1.0)
+        return np.sum((a[::-1] - x) * np.arange(20.0))
+
+    x = np.linspace(-1.0, 1.0, 20) + 0.01
+    j = np.arange(20.0)  # (maximum(x, x): a tie, each side half the derivative)
+    got = cofactor.qjit(cofactor.grad(f))(x, -0.9)
+    np.testing.assert_allclose(got, 0.5 * (19.0 - j) - j, rtol=1e-12)
