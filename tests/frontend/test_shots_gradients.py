@@ -49,3 +49,16 @@ def test_best_without_shots_stays_exact():
     best = cofactor.qjit(cofactor.grad(_cost("best", None)))(x)
     reference = qml.grad(_cost("best", None))(qml.numpy.array(x, requires_grad=True))
     np.testing.assert_allclose(best, reference, atol=1e-12)
+
+
+@pytest.mark.parametrize("grad_fn", [cofactor.grad, qml.grad], ids=["cofactor", "qml"])
+def test_explicit_adjoint_with_shots_is_refused_when_traced(grad_fn):
+    # PennyLane refuses diff_method="adjoint" with finite shots (QuantumFunctionError); an
+    # exact adjoint gradient of a sampled QNode used to be returned silently
+    compiled = cofactor.qjit(grad_fn(_cost("adjoint", 100)))
+    with pytest.raises(cofactor.DifferentiableCompileError, match=r"QNode circuit.*shots") as e:
+        compiled(np.array([0.4, -0.9]))
+    assert "parameter-shift" in str(e.value) and "shots=None" in str(e.value)
+    # the forward pass alone is not differentiated: it runs with the QNode's shots
+    value = cofactor.qjit(_cost("adjoint", 100), seed=3)(np.array([0.4, -0.9]))
+    assert abs(value) <= 2.0

@@ -290,30 +290,44 @@ def remove_dead_code(body: Block) -> int:
         op.parent_block().detach_op(op)  # type: ignore[union-attr]
     for op in dead:
         op.drop_all_references()
-    for op in reversed(narrowed):  # innermost first (their parents' regions move intact)
+    # Terminators first, everywhere: a dropped slot of a nested loop or branch may be
+    # yielded by its parent's terminator (an `else_if` is an scf.if in an else block), and
+    # is only unused once that yield is gone. Then the ops, innermost first: a dropped
+    # block argument of a parent may be the initial value of a nested op's dropped slot.
+    for op in narrowed:
+        _narrow_terminators(op, sorted(liveness.slots.get(id(op), ())))
+    for op in reversed(narrowed):  # (their parents' regions move intact)
         _narrow(op, sorted(liveness.slots.get(id(op), ())))
     for op in dead:  # (every use of their results was in a dead op or a dropped slot)
         op.erase(drop_references=False)
     return removed
 
 
-def _narrow(op: Operation, keep: list[int]) -> None:
-    """Replace the loop or branch `op` by one that carries (returns) only slots `keep`."""
+def _narrow_terminators(op: Operation, keep: list[int]) -> None:
+    """The terminators of the loop or branch `op` yield only slots `keep`."""
     if isinstance(op, scf.IfOp):
         for region in op.regions:
             for block in region.blocks:
                 _narrow_terminator(block, keep)
+    elif isinstance(op, scf.ForOp):
+        _narrow_terminator(op.regions[0].block, keep)
+    else:
+        _narrow_terminator(op.regions[0].block, keep, offset=1)
+        _narrow_terminator(op.regions[1].block, keep)
+
+
+def _narrow(op: Operation, keep: list[int]) -> None:
+    """Replace the loop or branch `op`, whose terminators yield only slots `keep`
+    (`_narrow_terminators`), by one that carries (returns) only those slots."""
+    if isinstance(op, scf.IfOp):
         regions = [op.detach_region(r) for r in list(op.regions)]
         new: Operation = scf.IfOp(op.operands[0], [op.results[i].type for i in keep], *regions)
     elif isinstance(op, scf.ForOp):
         body = op.regions[0].block
-        _narrow_terminator(body, keep)
         _narrow_args(body, keep, offset=1)
         new = scf.ForOp(*op.operands[:3], [op.operands[3 + i] for i in keep], op.detach_region(0))
     else:
         before, after = op.regions[0].block, op.regions[1].block
-        _narrow_terminator(before, keep, offset=1)
-        _narrow_terminator(after, keep)
         _narrow_args(before, keep)
         _narrow_args(after, keep)
         regions = [op.detach_region(r) for r in list(op.regions)]

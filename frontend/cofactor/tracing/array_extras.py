@@ -1,6 +1,6 @@
 """More numpy functions on tracers, each written with the core rules (concatenate, reshape,
 where, dot, mean): splits, `block`/`dstack`, rotations and flips, `meshgrid`,
-`broadcast_arrays`, `select`, `cross`, `polyval`, `ediff1d`, `cov`/`corrcoef`, and
+`broadcast_arrays`, `select`, `cross`, `polyval`, `ediff1d`, `cov`/`corrcoef`, `take`, and
 `numpy.linalg` `matrix_power`, `multi_dot`, `trace`. Their values and derivatives are
 those of the rules they use.
 
@@ -205,6 +205,30 @@ def _multi_dot(arrays: Any, *, out: Any = None) -> Any:
     return result
 
 
+def _take(a: Any, indices: Any, axis: Any = None, mode: str = "raise") -> Any:
+    """numpy.take: with traced indices, the indexing `a[:, ..., indices]` along `axis` (the
+    flattened array when None), negative indices counting from the end and an index out of
+    range an IndexError, as numpy's mode="raise"; mode "wrap" / "clip" first bring the
+    indices into range. Static indices: numpy on the element array."""
+    if not isinstance(indices, Tracer):
+        return _structural(np.take)(a, indices, axis=axis, mode=mode)
+    if mode not in ("raise", "wrap", "clip"):
+        raise CompileValueError(f"numpy.take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+    t = as_tracer(a)
+    if axis is None:
+        t, axis = np.ravel(t), 0
+    axis = int(axis)
+    if not -t.ndim <= axis < t.ndim:
+        raise np.exceptions.AxisError(axis, t.ndim)
+    axis %= t.ndim
+    n = t.shape[axis]
+    if mode == "wrap":
+        indices = np.mod(indices, n)
+    elif mode == "clip":
+        indices = np.clip(indices, 0, n - 1)
+    return t[(slice(None),) * axis + (indices,)]
+
+
 def _linalg_trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
     return np.trace(x, offset, axis1=-2, axis2=-1, dtype=dtype)
 
@@ -228,6 +252,7 @@ FUNCTION_RULES.update(
         np.polyval: _polyval,
         np.ediff1d: _ediff1d,
         np.cov: _cov,
+        np.take: _take,
         np.corrcoef: _corrcoef,
         np.linalg.matrix_power: _matrix_power,
         np.linalg.multi_dot: _multi_dot,

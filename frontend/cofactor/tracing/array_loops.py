@@ -366,9 +366,11 @@ def reduction(
 def _extreme_position(
     largest: bool, shape: tuple[int, ...], value: Callable[[list[SSAValue]], Scalar]
 ) -> Scalar:
-    """max/min of floats: the loops carry the position of the extreme element (the first
-    one; a NaN wins, as numpy's) and the result is loaded from it. A carried float chosen by
-    selects would leave Enzyme unable to type the loop's phi ("Cannot deduce type")."""
+    """max/min of floats: the loops carry the position of the extreme element (the last of
+    equal ones, as numpy's fold `maximum(acc, x)`, which returns x on a tie: the sign of a
+    zero among +0.0 and -0.0; the first NaN wins, as numpy's) and the result is loaded from
+    it. A carried float chosen by selects would leave Enzyme unable to type the loop's phi
+    ("Cannot deduce type")."""
     b = _b()
     init = [b.index(0)] * len(shape)
 
@@ -376,7 +378,7 @@ def _extreme_position(
         x, best = value(ivs).value, value(list(accs)).value
         better = b.binary(
             arith.OrIOp,
-            b.cmpf("ogt" if largest else "olt", x, best),
+            b.cmpf("oge" if largest else "ole", x, best),
             b.binary(arith.AndIOp, b.cmpf("uno", x, x), b.cmpf("ord", best, best)),
         )
         return [b.select(better, iv, acc) for iv, acc in zip(ivs, accs, strict=True)]

@@ -364,6 +364,16 @@ def check_differentiable(info: QNodeInfo) -> None:
             f"diff_method={info.user_method!r} {where} is not supported by cofactor's "
             "gradients; use 'adjoint', 'parameter-shift' or 'best' (or method=\"fd\")"
         )
+    if info.user_method == "adjoint" and info.sampled:
+        # The adjoint method reads the state vector: its gradient would be exact while the
+        # QNode's values are finite-shot estimates. PennyLane refuses this QNode
+        # (QuantumFunctionError: the device does not support adjoint with the circuit).
+        raise DifferentiableCompileError(
+            f"diff_method='adjoint' {where} cannot be used with finite shots: the adjoint "
+            "gradient is always exact, not an estimate from the shots; use "
+            "diff_method='parameter-shift' for a finite-shot gradient, or shots=None for "
+            "the exact adjoint gradient"
+        )
     if "state" in info.kinds:
         raise DifferentiableCompileError(f"State returns are forbidden in gradients {where}")
     if "var" in info.kinds:

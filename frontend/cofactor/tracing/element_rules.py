@@ -61,7 +61,7 @@ def _div(b, k, x, y):
 
 def _floordiv(b, k, x, y):
     if k == "f":
-        return b.math(math.FloorOp, b.binary(arith.DivfOp, x, y))
+        return _float_floordiv(b, x, y)
     # Python semantics: round towards minus infinity.
     by_zero, safe = _safe_divisor(b, x, y)
     q = b.binary(arith.DivSIOp, x, safe)
@@ -73,6 +73,27 @@ def _floordiv(b, k, x, y):
         b.cmpi("ne", b.cmpi("slt", r, zero), b.cmpi("slt", y, zero)),
     )
     return b.select(by_zero, zero, b.select(adjust, b.binary(arith.SubiOp, q, one), q))
+
+
+def _float_floordiv(b, x, y):
+    """numpy's (and Python's) float `//`: the quotient of x - fmod(x, y), which is exact,
+    not floor(x / y), whose rounded quotient can reach the next integer (1.0 // 0.1 is 9.0,
+    floor(1.0 / 0.1) 10.0); -5.0 // inf is -1.0, inf // 2.0 NaN, x // 0.0 is x / 0.0."""
+    zero, one = b.const(0.0, f64), b.const(1.0, f64)
+    quotient = b.binary(arith.DivfOp, x, y)
+    mod = b.generic("arith.remf", [x, y], f64)
+    div = b.binary(arith.DivfOp, b.binary(arith.SubfOp, x, mod), y)
+    signs_differ = b.cmpi("ne", b.cmpf("olt", y, zero), b.cmpf("olt", mod, zero))
+    adjust = b.binary(arith.AndIOp, b.cmpf("une", mod, zero), signs_differ)
+    div = b.select(adjust, b.binary(arith.SubfOp, div, one), div)
+    floor = b.math(math.FloorOp, div)
+    up = b.cmpf("ogt", b.binary(arith.SubfOp, div, floor), b.const(0.5, f64))
+    floor = b.select(up, b.binary(arith.AddfOp, floor, one), floor)
+    # a zero quotient keeps x / y's sign (finite here: x - mod is 0 or y is infinite)
+    signed_zero = b.binary(arith.MulfOp, quotient, zero)
+    result = b.select(b.cmpf("une", div, zero), floor, signed_zero)
+    # (x / 0.0 is +-inf or NaN, its own floor: floor keeps the derivative 0, as autograd's)
+    return b.select(b.cmpf("oeq", y, zero), b.math(math.FloorOp, quotient), result)
 
 
 def _safe_divisor(b, x, y):
@@ -100,7 +121,15 @@ def _mod(b, k, x, y):
             b.cmpf("une", r, zero),
             b.cmpi("ne", b.cmpf("olt", r, zero), b.cmpf("olt", y, zero)),
         )
-        return b.select(adjust, b.binary(arith.AddfOp, r, y), r)
+        r = b.select(adjust, b.binary(arith.AddfOp, r, y), r)
+        # A zero remainder has y's sign, as numpy's and Python's (-4.0 % 2.0 is 0.0). Both
+        # zeros are computed from r so that the derivative stays 1 wrt x (autograd's):
+        # (r + 1) - 1 is +0.0 and -((1 - r) - 1) is -0.0 for r = +-0.0.
+        one = b.const(1.0, f64)
+        plus = b.binary(arith.SubfOp, b.binary(arith.AddfOp, r, one), one)
+        minus = b.unary(arith.NegfOp, b.binary(arith.SubfOp, b.binary(arith.SubfOp, one, r), one))
+        signed = b.select(b.cmpf("olt", y, zero), minus, plus)
+        return b.select(b.cmpf("oeq", r, zero), signed, r)
     _, safe = _safe_divisor(b, x, y)  # (a zero divisor: x % 1 is numpy's 0)
     r = b.binary(arith.RemSIOp, x, safe)
     zero = b.const(0, i64)

@@ -19,11 +19,11 @@ first applies its diagonalizing gates `U`. Two consequences:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pennylane as qml
-from pennylane.measurements import MeasurementProcess, SampleMP, StateMP
+from pennylane.measurements import CountsMP, MeasurementProcess, SampleMP, StateMP
 
 from cofactor.errors import CompileError, CompileNotImplementedError, DifferentiableCompileError
 from cofactor.tracing import context
@@ -115,27 +115,31 @@ def snapshot_state(scope: QuantumScope, op: qml.operation.Operator) -> Tracer:
     return scope.emit_measurement_plain(qml.state())
 
 
-def eigenvalues(mp: MeasurementProcess) -> Callable[[Tracer], Tracer] | None:
+def eigenvalues(mp: MeasurementProcess) -> Callable[[Tracer], Any] | None:
     """For `qml.sample(obs)`: bits measured in the rotated basis (shots x k, the
     observable's wires in order) -> the observable's eigenvalues, as PennyLane indexes
-    `obs.eigvals()` by the basis state (None for other measurements)."""
+    `obs.eigvals()` by the basis state. For `qml.counts(obs)`: the counts of the rotated
+    basis states -> (the observable's distinct eigenvalues, ascending, as the keys of
+    PennyLane's dict; the counts of each), in Catalyst's (keys, counts) form. None for
+    other measurements."""
+    if isinstance(mp, CountsMP):
+        table = _eigenvalue_table(mp.obs)
+        keys = np.unique(table)
+        onto = (table[:, None] == keys[None, :]).astype(np.int64)  # basis state -> its key
+
+        def counted(per_state: Tracer) -> tuple[np.ndarray, Tracer]:
+            return keys, per_state @ onto
+
+        return counted
     if not isinstance(mp, SampleMP):
         return None
-    obs = mp.obs
-    factors = obs.operands if isinstance(obs, qml.ops.Prod) else [obs]
-    if all(f.name in ("PauliX", "PauliY", "PauliZ", "Hadamard") for f in factors):
+    if _is_pauli_word(mp.obs):
 
         def signs(bits: Tracer) -> Tracer:  # a Pauli word: bit 0 -> +1, bit 1 -> -1
             return np.prod(1 - 2 * cast_tracer(bits, FLOAT), axis=1)
 
         return signs
-    if any(depends_on_arguments(p) for p in obs.data):
-        raise CompileError(
-            f"qml.sample({obs}): the observable's data is computed from the compiled "
-            "function's arguments, so its eigenvalues are not known when compiling; sample "
-            "its wires (qml.sample(wires=...)) and map the bits to eigenvalues"
-        )
-    eig = np.asarray(qml.math.real(obs.eigvals()), dtype=float)
+    eig = _eigenvalue_table(mp.obs)
 
     def values(bits: Tracer) -> Tracer:
         k = bits.shape[1]
@@ -146,3 +150,24 @@ def eigenvalues(mp: MeasurementProcess) -> Callable[[Tracer], Tracer] | None:
         return out
 
     return values
+
+
+def _is_pauli_word(obs: qml.operation.Operator) -> bool:
+    factors = obs.operands if isinstance(obs, qml.ops.Prod) else [obs]
+    return all(f.name in ("PauliX", "PauliY", "PauliZ", "Hadamard") for f in factors)
+
+
+def _eigenvalue_table(obs: qml.operation.Operator) -> np.ndarray:
+    """The observable's eigenvalue for each basis state of its rotated wires (index: the
+    first wire the most significant bit)."""
+    if _is_pauli_word(obs):
+        k = len(obs.wires)
+        bits = (np.arange(2**k)[:, None] >> np.arange(k - 1, -1, -1)) & 1
+        return np.prod(1.0 - 2.0 * bits, axis=1)
+    if any(depends_on_arguments(p) for p in obs.data):
+        raise CompileError(
+            f"measuring {obs} by sample or counts: the observable's data is computed from the "
+            "compiled function's arguments, so its eigenvalues are not known when compiling; "
+            "sample its wires (qml.sample(wires=...)) and map the bits to eigenvalues"
+        )
+    return np.asarray(qml.math.real(obs.eigvals()), dtype=float)

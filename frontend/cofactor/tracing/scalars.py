@@ -70,6 +70,10 @@ def cast_scalar(s: Scalar, dtype: np.dtype) -> Scalar:
     if dtype == COMPLEX:
         re = cast_scalar(s, FLOAT).value
         return Scalar((re, b.const(0.0, f64)), COMPLEX, const)
+    if s.dtype == COMPLEX and dtype == BOOL:  # nonzero: either part (NaN counts as nonzero)
+        zero = b.const(0.0, f64)
+        re, im = (b.cmpf("une", part, zero) for part in s.value)
+        return Scalar(b.binary(arith.OrIOp, re, im), BOOL, const)
     if s.dtype == COMPLEX:  # numpy drops the imaginary part
         return cast_scalar(Scalar(s.value[0], FLOAT), dtype)
     return Scalar(b.cast(s.value, _TYPES[s.dtype], _TYPES[dtype]), dtype, const)
