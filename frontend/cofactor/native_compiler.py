@@ -325,7 +325,9 @@ def compile_native(
     after the LLVM optimization, e.g. to get the stage texts). Raises CompileError with the
     failing stage and its diagnostics."""
     lib = _library()
-    if "gradient.vjp" in mlir_text:
+    if "gradient.vjp" in mlir_text and _enzyme_thread is None:
+        # (when the plugin was loaded ahead, that thread checked it already: a second
+        # thread here would only take the GIL from this one as it enters the compile)
         check_plugin_ahead()
     opener = _PluginOpener()
     args = (ctypes.c_char_p * max(len(link_args), 1))(*(a.encode() for a in link_args))
