@@ -224,7 +224,7 @@ extern "C" void cofactor_compiler_warm_up(void) {
   prepareCodeGen();
 }
 
-extern "C" int cofactor_compiler_load_enzyme(cofactor_open_plugin_fn open_plugin) {
+extern "C" int cofactor_compiler_load_enzyme(int fd) {
   installFatalErrorHandler();
   std::lock_guard<std::mutex> guard(compileLock);
   int status = 1;
@@ -237,7 +237,6 @@ extern "C" int cofactor_compiler_load_enzyme(cofactor_open_plugin_fn open_plugin
   llvm::CrashRecoveryContext::Enable();
   llvm::CrashRecoveryContext recovery;
   bool survived = recovery.RunSafely([&] {
-    int fd = open_plugin ? open_plugin() : -1;
     std::string error;
     status = fd >= 0 && ensureEnzymeLoaded(fd, error) ? 0 : 1;
     if (status == 0)
@@ -292,4 +291,4 @@ extern "C" void cofactor_free_result(cofactor_compile_result *result) {
   }
 }
 
-extern "C" int cofactor_compiler_abi_version(void) { return 5; }
+extern "C" int cofactor_compiler_abi_version(void) { return 6; }

@@ -41,9 +41,23 @@ bool linkSharedLibrary(llvm::StringRef object, const std::vector<std::string> &l
     return false;
   }
   std::string objectPath = "/proc/self/fd/" + std::to_string(fd);
-  std::vector<const char *> args = {"ld.lld",        "-shared",          "--eh-frame-hdr",
-                                    "--hash-style=gnu", "--build-id",    "-z",
-                                    "relro",         "-o",               output.c_str(),
+  // --threads=1: the inputs are a few kilobytes; lld's default starts a pool of one
+  // thread per core (each with its own malloc arena) on the first link of a process, and
+  // under load its tasks wait for a core. --no-mmap-output-file: the output (a few pages)
+  // is written with write() straight into `output` (a fresh name in the cache entry's
+  // staging folder or in the process's private folder) instead of a temporary file that is
+  // mapped, faulted in page by page and renamed.
+  std::vector<const char *> args = {"ld.lld",
+                                    "-shared",
+                                    "--eh-frame-hdr",
+                                    "--hash-style=gnu",
+                                    "--build-id",
+                                    "-z",
+                                    "relro",
+                                    "--threads=1",
+                                    "--no-mmap-output-file",
+                                    "-o",
+                                    output.c_str(),
                                     objectPath.c_str()};
   // Only the libraries of linkArgs (the runtime), not libc, libm and libgcc_s as
   // `cc -shared -lm` would: reading their symbol tables (~4,400 symbols) was two thirds of

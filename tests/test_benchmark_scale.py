@@ -40,6 +40,40 @@ def test_family_stops_growing_after_the_cap_or_a_failure():
     assert cat["exponent"] is None
 
 
+def test_fast_sizes_take_the_median_of_new_processes_for_every_system():
+    samples = {"cofactor": iter([0.05, 0.03, 0.04]), "catalyst": iter([0.2, 0.3, 0.25])}
+    calls = []
+
+    def run(system, spec):
+        calls.append((system, spec["n"]))
+        if spec["n"] == 40:  # slow: one process
+            return {"compile_s": 2.0, "value": 1.0}
+        t = next(samples[system])
+        return {"compile_s": t, "value": 1.0, "stages_s": {"trace": t / 10}}
+
+    cfg = {"scale_cap_s": 60.0, "scale_sizes": {"tanh": [32, 40]}}
+    out = scale.run_section(run, ["cofactor", "catalyst"], cfg)
+    assert calls.count(("cofactor", 32)) == calls.count(("catalyst", 32)) == scale.REPEATS
+    assert calls.count(("cofactor", 40)) == calls.count(("catalyst", 40)) == 1
+    cf = out["tanh"]["cofactor"]["sizes"]["32"]
+    # the median process, its own stages with it, and every sample
+    assert cf["compile_s"] == 0.04 and cf["stages_s"]["trace"] == pytest.approx(0.004)
+    assert cf["compile_samples_s"] == [0.03, 0.04, 0.05]
+    assert out["tanh"]["catalyst"]["sizes"]["32"]["compile_s"] == 0.25
+    text = scale.table(out, report.Table, report.stats).render()
+    assert "median" in text and "3 new processes" in text
+
+
+def test_a_failing_repeat_is_the_result():
+    results = iter([{"compile_s": 0.03, "value": 1.0}, {"error": "crashed"}])
+
+    def run(system, spec):
+        return next(results)
+
+    out = scale.run_section(run, ["cofactor"], {"scale_cap_s": 60.0, "scale_sizes": {"tanh": [32]}})
+    assert out["tanh"]["cofactor"]["sizes"]["32"] == {"error": "crashed"}
+
+
 def _result() -> dict:
     sizes = {
         "cofactor": {

@@ -46,6 +46,7 @@ else:
     f = cofactor.qjit(cofactor.grad(circuit))
     out["grad"] = float(f(0.4))
 out["enzyme_thread"] = native_compiler._enzyme_thread is not None
+out["check_thread"] = native_compiler._ahead_thread is not None
 print(json.dumps(out))
 """
 
@@ -80,10 +81,13 @@ def _expected() -> np.ndarray:
 def test_classical_gradient_loads_the_plugin_ahead_and_skipping_blas_names_changes_nothing():
     fast = _run("classical")
     assert fast["enzyme_thread"]
+    # the thread that loaded the plugin checked it: the compile starts no second check
+    # (that thread only took the GIL from the compile as it began)
+    assert not fast["check_thread"]
     np.testing.assert_allclose(fast["grad"], _expected(), rtol=1e-12, atol=1e-14)
     # Enzyme's own extractBLAS, and no loading ahead: the same gradient, bit for bit
     plain = _run("classical", COFACTOR_COMPILER_KEEP_BLAS="1", COFACTOR_PRELOAD="0")
-    assert not plain["enzyme_thread"]
+    assert not plain["enzyme_thread"] and plain["check_thread"]
     assert fast["grad"] == plain["grad"]
     assert fast["llvmir_opt"] == plain["llvmir_opt"]
 

@@ -63,12 +63,15 @@ void cofactor_free_result(cofactor_compile_result *result);
  * that preloads the library; cofactor_compile does it too when needed. */
 void cofactor_compiler_warm_up(void);
 
-/* Loads the Enzyme plugin (from the descriptor `open_plugin` returns) unless it is loaded
- * already, under the compile lock, so that a later compile that needs it does not: for a
- * thread that prepares it while the program is traced. Returns 0 when the plugin is
- * loaded, 1 when it could not be (the compile that needs it reports why), 2 when the load
- * crashed (as `crashed` of a compile result: do not use the library again). */
-int cofactor_compiler_load_enzyme(cofactor_open_plugin_fn open_plugin);
+/* Loads the Enzyme plugin from `fd` (a descriptor of the checked plugin, not closed here)
+ * unless it is loaded already, under the compile lock, so that a later compile that needs
+ * it does not: for a thread that prepares it while the program is traced. The descriptor
+ * is given, not asked for through a callback: a Python callback would wait for the GIL,
+ * which the tracing thread holds, for up to Python's switch interval (5 ms). Returns 0
+ * when the plugin is loaded, 1 when it could not be (the compile that needs it reports
+ * why), 2 when the load crashed (as `crashed` of a compile result: do not use the library
+ * again). Since ABI version 6 (before: a callback that opened the plugin). */
+int cofactor_compiler_load_enzyme(int fd);
 
 /* The ABI version the Python driver checks before its first call. */
 int cofactor_compiler_abi_version(void);

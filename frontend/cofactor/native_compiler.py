@@ -24,7 +24,7 @@ from pathlib import Path
 from cofactor import enzyme_plugin, toolchain
 from cofactor.errors import CompileError, ToolchainNotFoundError
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 #: The stages the library times, in order (cofactor_compile_result.ms): "lower" is the MLIR
 #: passes and the translation, "stage_texts" the printing of the texts when asked for; then
 #: the parts of "opt": "opt.plugin" opening (checking) and loading the Enzyme plugin,
@@ -114,7 +114,7 @@ def _open_library() -> ctypes.CDLL:
     lib.cofactor_free_result.restype = None
     lib.cofactor_compiler_warm_up.argtypes = []
     lib.cofactor_compiler_warm_up.restype = None
-    lib.cofactor_compiler_load_enzyme.argtypes = [_OPEN_PLUGIN]
+    lib.cofactor_compiler_load_enzyme.argtypes = [ctypes.c_int]
     lib.cofactor_compiler_load_enzyme.restype = ctypes.c_int
     return lib
 
@@ -210,10 +210,16 @@ def _load_enzyme() -> None:
         lib = _library()
     except (ToolchainNotFoundError, OSError):
         return
+    # Checked and opened here, before the call, while this new thread holds the GIL: the
+    # library then loads it without calling back into Python (a callback would wait for
+    # the GIL, held by the tracing thread, up to the 5 ms switch interval).
     opener = _PluginOpener()
     try:
+        fd = opener.open()
+        if fd < 0:
+            return  # the compile that needs the plugin reports why
         with _compile_lock:
-            status = lib.cofactor_compiler_load_enzyme(opener.callback)
+            status = lib.cofactor_compiler_load_enzyme(fd)
     finally:
         opener.close()
     if status == 2:
@@ -277,9 +283,9 @@ class _PluginOpener:
     def __init__(self) -> None:
         self.fds: list[int] = []
         self.error: BaseException | None = None
-        self.callback = _OPEN_PLUGIN(self._open)
+        self.callback = _OPEN_PLUGIN(self.open)
 
-    def _open(self) -> int:
+    def open(self) -> int:
         global _loaded_plugin
         try:
             _wait_for_plugin_check()  # not hashed twice at once
@@ -325,7 +331,9 @@ def compile_native(
     after the LLVM optimization, e.g. to get the stage texts). Raises CompileError with the
     failing stage and its diagnostics."""
     lib = _library()
-    if "gradient.vjp" in mlir_text:
+    if "gradient.vjp" in mlir_text and _enzyme_thread is None:
+        # (when the plugin was loaded ahead, that thread checked it already: a second
+        # thread here would only take the GIL from this one as it enters the compile)
         check_plugin_ahead()
     opener = _PluginOpener()
     args = (ctypes.c_char_p * max(len(link_args), 1))(*(a.encode() for a in link_args))
