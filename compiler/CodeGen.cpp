@@ -221,6 +221,15 @@ void setOption(llvm::StringRef name, llvm::StringRef value) {
     found->second->addOccurrence(0, name, value);
 }
 
+void resetOption(llvm::StringRef name, llvm::StringRef value) {
+  auto &options = llvm::cl::getRegisteredOptions();
+  auto found = options.find(name);
+  if (found == options.end())
+    return;
+  found->second->reset();
+  found->second->addOccurrence(0, name, value);
+}
+
 bool emitObject(llvm::Module &module, llvm::SmallVectorImpl<char> &object,
                 std::string &error) {
   initializeCodeGen();

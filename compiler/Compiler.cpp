@@ -163,9 +163,24 @@ int compileLocked(const cofactor_compile_request &request, cofactor_compile_resu
   if (enzyme)
     enzymeOutput.start();
   std::vector<double> elementMs;
-  bool optimized = optimize(*module, enzyme ? request.enzyme_pipeline : request.plain_pipeline,
-                            error, &elementMs);
+  const char *pipeline = enzyme ? request.enzyme_pipeline : request.plain_pipeline;
+  bool optimized = optimize(*module, pipeline, error, &elementMs);
   std::string enzymeNotes = enzymeOutput.stop();
+  if (!optimized && enzyme && typeAnalysisGaveUp(enzymeNotes + error)) {
+    // The narrow type offsets that keep Enzyme fast were too few for this module (see
+    // Optimize.cpp): once more from the MLIR, with Enzyme's default. The failed run has
+    // changed the module, hence the new lowering.
+    module.reset();
+    error.clear();
+    elementMs.clear();
+    module = lowerToLLVMIR(request.mlir, request.mlir_pipeline, context, nullptr, failedStage,
+                           error);
+    if (!module)
+      return fail(result, "opt", error);
+    enzymeOutput.start();
+    optimized = optimize(*module, pipeline, error, &elementMs, /*narrowTypeOffsets=*/false);
+    enzymeNotes = enzymeOutput.stop();
+  }
   if (!optimized)
     return fail(result, "opt", enzymeNotes + error);
   // Everything before the last element of the pipeline (Enzyme and what prepares it), and

@@ -147,7 +147,7 @@ std::vector<llvm::StringRef> splitPipeline(llvm::StringRef pipeline) {
 }
 
 bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error,
-              std::vector<double> *elementMs) {
+              std::vector<double> *elementMs, bool narrowTypeOffsets) {
   llvm::raw_string_ostream errors(error);
   if (llvm::verifyModule(module, &errors)) {
     errors << "error: input module is broken!\n";
@@ -199,8 +199,10 @@ bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error
   // session 13, 2 now (1.8 M fewer instructions on tanh(W x); of the 150 libraries the
   // gradient tests and a fuzzer seed compiled, 147 were byte for byte those of 8 and all
   // passed, compiler/README.md). Set for each compile: lld resets every option (setOption).
+  // Some programs need more (a loop carrying an array through a phi: "Cannot deduce type
+  // of phi", which Enzyme's 100 resolves): the compile retries those with the default.
   if (forEnzyme)
-    setOption("enzyme-max-int-offset", "2");
+    resetOption("enzyme-max-int-offset", narrowTypeOffsets ? "2" : "100");
   llvm::SmallPtrSet<const llvm::Function *, 16> beforeEnzyme;
   for (size_t i = 0; i < elements.size(); ++i) {
     llvm::ModulePassManager &passes = elements[i];
@@ -234,6 +236,10 @@ bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error
   }
   // The analysis managers go before the module's context drops the handler.
   return true;
+}
+
+bool typeAnalysisGaveUp(llvm::StringRef messages) {
+  return messages.contains("Cannot deduce type");
 }
 
 } // namespace cofactor::compiler

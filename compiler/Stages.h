@@ -62,9 +62,15 @@ std::vector<llvm::StringRef> splitPipeline(llvm::StringRef pipeline);
 
 /// opt: verify, run the new-PM `pipeline` (with Enzyme's passes registered when the
 /// plugin is loaded), verify again. `elementMs`, when given, receives the milliseconds of
-/// each top-level element of the pipeline (splitPipeline), in order.
+/// each top-level element of the pipeline (splitPipeline), in order. `narrowTypeOffsets`:
+/// Enzyme's type analysis follows few offsets of a loop-computed address (see Optimize.cpp);
+/// false gives Enzyme's default, for the retry of a module that needs more.
 bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error,
-              std::vector<double> *elementMs = nullptr);
+              std::vector<double> *elementMs = nullptr, bool narrowTypeOffsets = true);
+
+/// Whether a failed `optimize` with narrow type offsets is worth one retry with Enzyme's
+/// default: its type analysis could not deduce a type (Enzyme's error text).
+bool typeAnalysisGaveUp(llvm::StringRef messages);
 
 /// llc -O2 -filetype=obj -relocation-model=pic, for the host, into memory.
 /// Gives the LLVM (or Enzyme) command-line option `name` the value `value` unless it was
@@ -72,6 +78,10 @@ bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error
 /// default (cl::ResetAllOptionOccurrences) at each link, so an option the pipeline needs is
 /// set again by each compile, before the stage that reads it.
 void setOption(llvm::StringRef name, llvm::StringRef value);
+
+/// Gives the option `name` the value `value` whatever it had (a value this process chose
+/// itself and must change between compiles).
+void resetOption(llvm::StringRef name, llvm::StringRef value);
 
 bool emitObject(llvm::Module &module, llvm::SmallVectorImpl<char> &object,
                 std::string &error);

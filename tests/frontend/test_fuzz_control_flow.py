@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pennylane as qml
 import pytest
-from hypothesis import HealthCheck, Phase, assume, given, note, reject, seed, settings
+from hypothesis import HealthCheck, Phase, assume, given, note, seed, settings
 from hypothesis import strategies as st
 
 import cofactor
@@ -192,14 +192,7 @@ def check(p: FlowProgram) -> None:
         jac = cofactor.jacobian(lambda x: f(x, y, k)[1])(x)
         return cost, b, grads, jac
 
-    try:
-        cost, b, (gx, gy), jac = workflow(x, y, k)
-    except cofactor.CompileError as e:
-        if "Cannot deduce type" not in str(e):
-            raise
-        # ENZYME_TYPES_IN_MEMORY (the xfail tests below): a loud refusal, not a wrong number
-        note("known: Enzyme cannot deduce a type (arrays in memory carried by a loop or cond)")
-        reject()
+    cost, b, (gx, gy), jac = workflow(x, y, k)
     np.testing.assert_allclose(cost, want_cost, rtol=VALUE_TOL, atol=VALUE_TOL, err_msg="value")
     np.testing.assert_allclose(b, want_b, rtol=VALUE_TOL, atol=VALUE_TOL, err_msg="array")
     np.testing.assert_allclose(gx, want_grad[0], rtol=GRAD_TOL, atol=GRAD_TOL, err_msg="d/dx")
@@ -227,20 +220,13 @@ def test_control_flow_programs_match_autograd(p: FlowProgram) -> None:
     check(p)
 
 
-#: ENZYME_TYPES_IN_MEMORY: Enzyme stops with "Cannot deduce type of phi" on these programs
-#: (arrays over 16 elements, in memory, carried by a loop or returned by cond), because the
-#: in-process compile limits its type analysis to `enzyme-max-int-offset` 2 (compiler/
-#: Optimize.cpp; 8 fails too): opt with Enzyme's default (100), COFACTOR_PIPELINE=subprocess,
-#: differentiates them. See /work/wt/notes/trust9-report.md.
-KNOWN = pytest.mark.xfail(
-    strict=True,
-    raises=cofactor.CompileError,
-    reason="ENZYME_TYPES_IN_MEMORY: Enzyme cannot deduce the type of a phi (max-int-offset 2)",
-)
+# Enzyme stopped with "Cannot deduce type of phi" on these programs (arrays over 16 elements,
+# in memory, carried by a loop or returned by cond) under the in-process compile's narrow type
+# offsets (`enzyme-max-int-offset` 2, compiler/Optimize.cpp); the compile now retries such a
+# module with Enzyme's default (Compiler.cpp).
 
 
-@KNOWN
-def test_known_jacobian_of_a_cond_returning_an_array_in_memory() -> None:
+def test_jacobian_of_a_cond_returning_an_array_in_memory() -> None:
     def f(x, y):
         @cofactor.cond(y > 0.2)
         def branch():
@@ -257,8 +243,7 @@ def test_known_jacobian_of_a_cond_returning_an_array_in_memory() -> None:
     np.testing.assert_allclose(jac, np.diag(2 * x), rtol=1e-12)
 
 
-@KNOWN
-def test_known_grad_through_a_loop_carrying_a_maximum_in_memory() -> None:
+def test_grad_through_a_loop_carrying_a_maximum_in_memory() -> None:
     def f(x, y):
         @cofactor.for_loop(0, 1, 1)
         def loop(i, a):
