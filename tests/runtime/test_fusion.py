@@ -245,12 +245,9 @@ _BLOCK_WIRES = {
 }
 
 
-@pytest.mark.parametrize(
-    "wires", [w for ws in _BLOCK_WIRES.values() for w in ws], ids=lambda w: "-".join(map(str, w))
-)
-def test_dense_block_at_every_position(rt, monkeypatch, wires):
-    n, k = 9, len(wires)
-    rng = np.random.default_rng(sum(w * 10**i for i, w in enumerate(wires)))
+def _check_dense_block(rt, monkeypatch, n: int, wires: tuple) -> None:
+    k = len(wires)
+    rng = np.random.default_rng(sum(w * 10**i for i, w in enumerate(wires)) + 1000 * (n != 9))
     prep = rng.normal(size=(n, 3))
     block_rots = rng.normal(size=(2, k, 3))
     pairs = [(wires[i], wires[(i + 1) % k]) for i in range(k)] * 2
@@ -264,7 +261,7 @@ def test_dense_block_at_every_position(rt, monkeypatch, wires):
         for w in range(n - 1):
             rt.gate("CNOT", [], [w, w + 1])
         # not fusable: applies every pending block, so the block below is fused on its own
-        rt.pauli_rot(0.37, "XYZ" * 3, list(range(n)))
+        rt.pauli_rot(0.37, ("XYZ" * n)[:n], list(range(n)))
         for i, (a, b) in enumerate(pairs):
             rt.gate("Rot", block_rots[i % 2, i % k], [wires[i % k]])
             rt.unitary(unitaries[i], [a, b])
@@ -277,12 +274,30 @@ def test_dense_block_at_every_position(rt, monkeypatch, wires):
         np.testing.assert_allclose(run(), ref, atol=1e-12, rtol=0, err_msg=f"k={qubits}")
 
 
+@pytest.mark.parametrize(
+    "wires", [w for ws in _BLOCK_WIRES.values() for w in ws], ids=lambda w: "-".join(map(str, w))
+)
+def test_dense_block_at_every_position(rt, monkeypatch, wires):
+    _check_dense_block(rt, monkeypatch, 9, wires)
+
+
+# The stream kernel walks vectors of blocks itself, two per step while their inputs fit in the
+# registers (k <= 3 on AVX-512), else one, and a last single vector when a thread's share is
+# odd: registers just large enough for the block on the top wires have one, two and four
+# vectors of blocks (n = k + 2, k + 3, k + 4 on AVX-512; more on narrower vectors).
+@pytest.mark.parametrize("k", [2, 3, 4])
+@pytest.mark.parametrize("extra", [2, 3, 4])
+def test_dense_block_on_small_registers(rt, monkeypatch, k, extra):
+    _check_dense_block(rt, monkeypatch, k + extra, tuple(range(k)))
+
+
 @pytest.mark.parametrize("isa", ["base", "avx2"])
 def test_dense_blocks_at_lower_instruction_set_levels(isa):
     """The fused kernels are compiled per instruction-set level with different vector
     widths (one, two or four amplitudes a vector: a different lowest bit for the stream
     kernel); COFACTOR_ISA is read once per process, so the block test runs in a child."""
     assert_passes_at_isa(__file__, "test_dense_block_at_every_position", isa)
+    assert_passes_at_isa(__file__, "test_dense_block_on_small_registers", isa)
 
 
 # The product prefix (GateFusion.hpp): from |0...0>, one-wire gates and then CNOTs / SWAPs
