@@ -233,8 +233,6 @@ def test_parallel_loop_count_only_counts_loops_on_several_threads():
         COFACTOR_POOL_POLICY="parallel",
         COFACTOR_FUSION="0",
     )
-    counts = {
-        (int(n), int(t)): int(c)
-        for n, t, c in (line.split()[1:] for line in stdout.splitlines() if line.startswith("loops"))
-    }
+    rows = [line.split()[1:] for line in stdout.splitlines() if line.startswith("loops")]
+    counts = {(int(n), int(t)): int(c) for n, t, c in rows}
     assert counts == {(small, 2): 0, (large, 1): 0, (large, 2): large}, (counts, stderr[-2000:])
