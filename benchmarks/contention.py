@@ -266,14 +266,17 @@ def render(c: dict) -> str:
     ]
     rows, notes = [], []
     threads = None
-    serial_everywhere = []
+    parallel_somewhere: set[str] = set()  # cases whose default mode ran a parallel loop
+    counted: list[str] = []
     for load, per in c.get("loads", {}).items():
         for key, e in per.items():
             d, one, cat = e.get("cofactor default"), e.get("cofactor one"), e.get("catalyst")
             threads = threads or (d or {}).get("threads")
             par = (e.get("parallel_loops_per_call") or {}).get("default")
-            if par == 0 and key not in serial_everywhere:
-                serial_everywhere.append(key)
+            if par is not None and key not in counted:
+                counted.append(key)
+            if par:
+                parallel_somewhere.add(key)
             rows.append(
                 [
                     f"{load:<4} {key}",
@@ -293,11 +296,12 @@ def render(c: dict) -> str:
         "of ~25 ms, up to 240 rounds) of the block's default time / its one-thread time; par/call: "
         "the loops per call the default mode ran on more than one thread (the pool's own count)"
     )
+    serial_everywhere = [key for key in counted if key not in parallel_somewhere]
     if serial_everywhere:
         notes.append(
-            f"{', '.join(serial_everywhere)}: no parallel loop in the default mode (states below "
-            "the pool's 2^16-amplitude threshold): both modes ran the same serial code, so "
-            "default/1t there is the measurement's noise under that load"
+            f"{', '.join(serial_everywhere)}: no parallel loop in the default mode under any load "
+            "(below 2^16 amplitudes, n <= 15, the pool runs every loop on the calling thread): "
+            "both modes ran the same serial code, so default/1t there is the measurement's noise"
         )
     title = (
         f"6. contention: time per call beside 0 (idle), 1 (one) and {c.get('cpus', '?')} (all) "
