@@ -52,8 +52,9 @@ CONFIG = {
         "kernel_rounds": 5,
         "adjoint_n": 20,
         "contention_n": [12, 16, 20],
-        "contention_rounds": 25,
-        "contention_batch_s": 0.1,
+        "contention_rounds": 240,
+        "contention_min_rounds": 25,
+        "contention_batch_s": 0.025,
         "contention_max_total_s": 6.0,
         "scale_sizes": scale.SIZES["quick"],
         "scale_cap_s": 60.0,
@@ -77,9 +78,10 @@ CONFIG = {
         "kernel_rounds": 7,
         "adjoint_n": 20,
         "contention_n": [10, 12, 14, 16, 18, 20, 22, 24],
-        "contention_rounds": 25,
-        "contention_batch_s": 0.1,
-        "contention_max_total_s": 30.0,
+        "contention_rounds": 240,
+        "contention_min_rounds": 25,
+        "contention_batch_s": 0.025,
+        "contention_max_total_s": 12.0,
         "scale_sizes": scale.SIZES["full"],
         "scale_cap_s": 600.0,
         # issue 14's size; n = 16 (the quick run's size) is checked against the goal as well
@@ -132,6 +134,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="seconds: a scale family stops growing once one size compiles slower (quick: "
         "60, full: 600)",
     )
+    p.add_argument(
+        "--kernel-n",
+        default="",
+        help="sizes of the kernels section, e.g. '24' (default: the mode's, quick 22, full 22,24)",
+    )
+    p.add_argument(
+        "--kernel-gates",
+        default="",
+        help="kernels section: only the rows whose label contains one of these comma-separated "
+        "words (case-insensitive), e.g. 'CZ,ECR,PhaseShift'",
+    )
+    p.add_argument(
+        "--contention-n",
+        default="",
+        help="sizes of the contention section's SEL program, e.g. '14,16' (default: the mode's)",
+    )
     p.add_argument("--out", type=Path, default=RESULTS, help="folder for latest.json/.png")
     p.add_argument(
         "--update-readme",
@@ -144,6 +162,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if s not in SECTIONS:
             p.error(f"unknown section {s!r}; choose from {', '.join(SECTIONS)}")
     args.scale_sizes = _parse_scale_sizes(p, args.scale_sizes)
+    args.kernel_n = _parse_sizes(p, "--kernel-n", args.kernel_n)
+    args.contention_n = _parse_sizes(p, "--contention-n", args.contention_n)
+    args.kernel_gates = [g.strip() for g in args.kernel_gates.split(",") if g.strip()]
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     contention_systems = args.contention_systems
     args.contention_systems = (
@@ -155,6 +176,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if s not in SYSTEMS:
             p.error(f"unknown system {s!r}; choose from {', '.join(SYSTEMS)}")
     return args
+
+
+def _parse_sizes(p: argparse.ArgumentParser, option: str, text: str) -> list[int]:
+    """'22,24' -> [22, 24] (empty: the mode's sizes)."""
+    try:
+        return sorted(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        p.error(f"{option} {text!r}: sizes must be comma-separated integers")
 
 
 def _parse_scale_sizes(p: argparse.ArgumentParser, text: str) -> dict[str, list[int]]:
@@ -413,6 +442,11 @@ def main(argv: list[str] | None = None) -> int:
     cfg["scale_sizes"] = {family: ns for family, ns in sizes.items() if ns}
     if args.scale_cap is not None:
         cfg["scale_cap_s"] = args.scale_cap
+    if args.kernel_n:
+        cfg["kernel_n"] = args.kernel_n
+    if args.contention_n:
+        cfg["contention_n"] = args.contention_n
+    cfg["kernel_gates"] = args.kernel_gates
     started = time.time()
     pythons = {"cofactor": sys.executable}
     needs_peers = any(s != "cofactor" for s in [*args.systems, *args.contention_systems])

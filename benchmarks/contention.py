@@ -9,11 +9,22 @@ section's timeout, so none outlives a crashed run).
 
 cofactor's two thread counts are measured in one worker process, interleaved batch by batch
 (`cf_rt_set_num_threads`): the load on a shared machine drifts, and interleaving puts the
-same drift into both figures. Under full load a batch's wall time still swings by tens of
-percent (which time slices the scheduler happens to give it), so a batch lasts about 0.1 s
-(several time slices) and the ratio is the median over 25 pairs: with 9 pairs of 50 ms, two
-modes that ran the very same serial code (n = 12, below the parallel threshold) came out
-1.29x apart.
+same drift into both figures. A round is one batch per mode, back to back, the order
+alternating from round to round, and the figure compared is the median over blocks of two
+rounds (default, one, one, default) of the block's default time over its one-thread time:
+such a block cancels both a linear drift and any bias of the position in a round (the
+median of per-round ratios does not -- with a position effect and an odd number of rounds
+it picks from the larger of the two halves). Under full load a batch's wall time swings by
+tens of percent (which time slices the scheduler happens to give it): with 9 pairs of
+50 ms, two modes that ran the very same serial code (n = 12) came out 1.29x apart; with
+25 per-round ratios of 0.1 s batches, n = 14 (the same serial code in both modes again)
+read 1.34x in one full run and 1.16x in the next. So the batches are short (about 25 ms, a
+few time slices) and the rounds many (up to 240, within a time budget per case; at least
+25 for the large states, whose single call lasts longer than a batch). The worker also
+counts the loops the runtime's pool ran on more than one thread (`cf_rt_parallel_loops`)
+in each mode: below the pool's threshold (2^16 amplitudes, n <= 15) the default mode runs
+no parallel loop at all, the two modes execute the same code, and their ratio only shows
+the measurement's noise.
 
 Programs: StronglyEntanglingLayers forward (section 3's program) at each n, and a long
 circuit at 16 wires (2,050 gates: layers of RY on every wire and a CNOT chain), the case
@@ -137,8 +148,10 @@ def task_contention(spec: dict) -> dict:
     t = time.perf_counter()
     call()
     single = max(time.perf_counter() - t, 1e-7)
-    inner = max(1, int(spec.get("min_batch_s", 0.05) / single))
-    rounds = max(3, min(spec.get("rounds", 5), int(spec.get("max_total_s", 20.0) / single / inner)))
+    inner = max(1, int(spec.get("min_batch_s", 0.025) / single))
+    # as many rounds (two batches each) as the time budget holds, within [min_rounds, rounds]
+    budget_rounds = int(spec.get("max_total_s", 12.0) / (2 * single * inner))
+    rounds = max(spec.get("min_rounds", 3), min(spec.get("rounds", 5), budget_rounds))
     out: dict[str, Any] = {"compile_s": first, "value": _value(value)}
     if spec["system"] != "cofactor":
         out["call_s"] = [_batch(call, inner) for _ in range(rounds)]
@@ -151,12 +164,18 @@ def task_contention(spec: dict) -> dict:
     set_threads = {"default": 0, "one": 1}
     lib.cf_rt_set_num_threads(0)
     out["default_threads"] = int(lib.cf_rt_num_threads())
+    lib.cf_rt_parallel_loops.restype = __import__("ctypes").c_int64
     samples: dict[str, list[float]] = {m: [] for m in MODES}
+    parallel_loops = dict.fromkeys(MODES, 0)
+    rounds += rounds % 2  # whole blocks of two rounds (see _block_ratios)
     for r in range(rounds):
         order = MODES if r % 2 == 0 else MODES[::-1]
         for mode in order:
             lib.cf_rt_set_num_threads(set_threads[mode])
+            before = lib.cf_rt_parallel_loops()
             samples[mode].append(_batch(call, inner))
+            parallel_loops[mode] += lib.cf_rt_parallel_loops() - before
+    out["parallel_loops_per_call"] = {m: c / (rounds * inner) for m, c in parallel_loops.items()}
     lib.cf_rt_set_num_threads(0)
     out.update({f"{m}_s": s for m, s in samples.items()})
     return out
@@ -194,6 +213,7 @@ def run_section(runner: Any) -> dict:
                         "program": program,
                         "n": n,
                         "rounds": cfg["contention_rounds"],
+                        "min_rounds": cfg["contention_min_rounds"],
                         "min_batch_s": cfg["contention_batch_s"],
                         "max_total_s": cfg["contention_max_total_s"],
                     }
@@ -214,30 +234,56 @@ def _summarise(system: str, r: dict) -> dict:
     for m in MODES:
         res[f"cofactor {m}"] = {**report.stats(r[f"{m}_s"]), "value": r.get("value")}
     res["cofactor default"]["threads"] = r.get("default_threads")
-    # default over one thread per round: the two batches of a round run back to back, so the
-    # load's drift (minutes-long on a shared machine) cancels in their ratio
-    pairs = zip(r["default_s"], r["one_s"], strict=False)
-    res["paired"] = report.stats([d / o for d, o in pairs if o > 0])
+    res["parallel_loops_per_call"] = r.get("parallel_loops_per_call")
+    res["paired"] = report.stats(_block_ratios(r["default_s"], r["one_s"]))
     return res
+
+
+def _block_ratios(default_s: list[float], one_s: list[float]) -> list[float]:
+    """default / one thread per block of two rounds (default, one, one, default): back to
+    back, so the load's drift (minutes-long on a shared machine) cancels, and so does any
+    bias of going first or second in a round."""
+    out = []
+    for i in range(0, min(len(default_s), len(one_s)) - 1, 2):
+        one = one_s[i] + one_s[i + 1]
+        if one > 0:
+            out.append((default_s[i] + default_s[i + 1]) / one)
+    return out
 
 
 # -- report ----------------------------------------------------------------------------------
 
 
 def render(c: dict) -> str:
-    header = ["", "cf default", "cf 1 thread", "default/1t", "Catalyst", "cf default/Cat"]
+    header = [
+        "",
+        "cf default",
+        "cf 1 thread",
+        "default/1t",
+        "par/call",
+        "Catalyst",
+        "cf default/Cat",
+    ]
     rows, notes = [], []
     threads = None
+    parallel_somewhere: set[str] = set()  # cases whose default mode ran a parallel loop
+    counted: list[str] = []
     for load, per in c.get("loads", {}).items():
         for key, e in per.items():
             d, one, cat = e.get("cofactor default"), e.get("cofactor one"), e.get("catalyst")
             threads = threads or (d or {}).get("threads")
+            par = (e.get("parallel_loops_per_call") or {}).get("default")
+            if par is not None and key not in counted:
+                counted.append(key)
+            if par:
+                parallel_somewhere.add(key)
             rows.append(
                 [
                     f"{load:<4} {key}",
                     report.fmt_entry(d),
                     report.fmt_entry(one),
                     report.fmt_ratio(_default_over_one(e)),
+                    "-" if par is None else f"{par:.3g}",
                     report.fmt_entry(cat),
                     report.fmt_ratio(report.ratio(d, cat)),
                 ]
@@ -245,10 +291,22 @@ def render(c: dict) -> str:
             for name, x in (("cofactor", d), ("Catalyst", cat)):
                 if isinstance(x, dict) and "error" in x:
                     notes.append(f"{name}, {load} {key}: n/a ({x['error']})")
+    notes.append(
+        "default/1t: the median over blocks of two rounds (default, one, one, default; batches "
+        "of ~25 ms, up to 240 rounds) of the block's default time / its one-thread time; par/call: "
+        "the loops per call the default mode ran on more than one thread (the pool's own count)"
+    )
+    serial_everywhere = [key for key in counted if key not in parallel_somewhere]
+    if serial_everywhere:
+        notes.append(
+            f"{', '.join(serial_everywhere)}: no parallel loop in the default mode under any load "
+            "(below 2^16 amplitudes, n <= 15, the pool runs every loop on the calling thread): "
+            "both modes ran the same serial code, so default/1t there is the measurement's noise"
+        )
     title = (
         f"6. contention: time per call beside 0 (idle), 1 (one) and {c.get('cpus', '?')} (all) "
         f"busy processes; cofactor default = {threads or '?'} threads; default/1t = median "
-        "over rounds of the two modes' back-to-back batches"
+        "over blocks of back-to-back batches (ABBA) of default / one thread"
     )
     return report.render_rows(title, header, rows, notes)
 

@@ -72,6 +72,13 @@ GOAL = 1.2
 PREFETCH_MODES = {0: "l1", 1: "l2", 2: "off"}
 
 
+def selected(words: list[str]) -> dict[str, tuple[str, list[float], Any]]:
+    """The KERNELS rows whose label contains one of `words` (case-insensitive); all if none."""
+    if not words:
+        return KERNELS
+    return {k: v for k, v in KERNELS.items() if any(w.lower() in k.lower() for w in words)}
+
+
 # -- the memory bound ----------------------------------------------------------------------
 
 
@@ -147,7 +154,7 @@ def task_kernels(spec: dict) -> dict:
         lib.cf_rt_device_acquire(n, 0, 0)
         check_error(lib)
         per: dict = {}
-        for label, (gate, params, wires_of) in KERNELS.items():
+        for label, (gate, params, wires_of) in selected(spec.get("gates", [])).items():
             if gate not in ids:
                 per[label] = {"error": f"{gate} not in the runtime"}
                 continue
@@ -197,7 +204,12 @@ def run_section(runner: Any) -> dict:
     if "cofactor" not in runner.args.systems:
         return {"error": "cofactor not selected"}
     cfg = runner.cfg
-    spec = {"task": "kernels", "sizes": cfg["kernel_n"], "rounds": cfg["kernel_rounds"]}
+    spec = {
+        "task": "kernels",
+        "sizes": cfg["kernel_n"],
+        "rounds": cfg["kernel_rounds"],
+        "gates": cfg.get("kernel_gates", []),
+    }
     r = runner.run("cofactor", spec, threads=0)
     if "error" in r:
         return {"error": r["error"]}

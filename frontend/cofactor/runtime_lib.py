@@ -75,6 +75,7 @@ SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "cf_rt_gate_repeat": (None, [c_int64, c_int64, _dp, c_int64, _ip, c_int64]),
     "cf_rt_num_threads": (c_int64, []),
     "cf_rt_set_num_threads": (None, [c_int64]),
+    "cf_rt_parallel_loops": (c_int64, []),
 }
 
 THREADS_ENV = "COFACTOR_NUM_THREADS"

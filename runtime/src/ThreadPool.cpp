@@ -587,4 +587,5 @@ int64_t cf_rt_num_threads(void) { return cf::pool::numThreads(); }
 void cf_rt_set_num_threads(int64_t n) {
     cf::pool::setNumThreads(n > 0 ? int(std::min<int64_t>(n, 1 << 20)) : 0);
 }
+int64_t cf_rt_parallel_loops(void) { return int64_t(cf::pool::stats.parallel.load(std::memory_order_relaxed)); }
 }

@@ -199,3 +199,40 @@ def test_check_threads_env_warns(monkeypatch):
         check_threads_env()
     monkeypatch.setenv("COFACTOR_NUM_THREADS", " 8 ")
     check_threads_env()  # no warning
+
+
+# the pool's count of loops run on more than one thread, after Hadamards on 2^n amplitudes
+PARALLEL_LOOPS = (
+    "import ctypes, sys\n"
+    "import numpy as np\n"
+    "sys.path.insert(0, {here!r})\n"
+    "from conftest import Runtime\n"
+    "from cofactor.runtime_lib import load_runtime\n"
+    "lib = load_runtime()\n"
+    "rt = Runtime(lib)\n"
+    "for n, threads in (({small}, 2), ({large}, 1), ({large}, 2)):\n"
+    "    lib.cf_rt_set_num_threads(threads)\n"
+    "    rt.acquire(n)\n"
+    "    before = lib.cf_rt_parallel_loops()\n"
+    "    for w in range(n):\n"
+    "        rt.gate('Hadamard', [], [w])\n"
+    "    print('loops', n, threads, lib.cf_rt_parallel_loops() - before)\n"
+    "    rt.release()\n"
+)
+
+
+def test_parallel_loop_count_only_counts_loops_on_several_threads():
+    """cf_rt_parallel_loops (the contention benchmark's evidence of whether its default mode
+    ran any parallel code): none below the pool's 2^16-amplitude threshold or with one
+    thread, one per gate above it with two threads (the policy forced to parallel)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    small, large = 14, 17
+    stdout, stderr = run_against_runtime(
+        PARALLEL_LOOPS.format(here=here, small=small, large=large),
+        ("COFACTOR_NUM_THREADS", "OMP_NUM_THREADS"),
+        COFACTOR_POOL_POLICY="parallel",
+        COFACTOR_FUSION="0",
+    )
+    rows = [line.split()[1:] for line in stdout.splitlines() if line.startswith("loops")]
+    counts = {(int(n), int(t)): int(c) for n, t, c in rows}
+    assert counts == {(small, 2): 0, (large, 1): 0, (large, 2): large}, (counts, stderr[-2000:])

@@ -201,6 +201,9 @@ void cf_rt_gate_repeat(int64_t repeats, int64_t gate_id, const double *params, i
  * do not depend on it (bitwise). */
 int64_t cf_rt_num_threads(void);
 void cf_rt_set_num_threads(int64_t n);
+/* Loops the pool has run on more than one thread since the process started (diagnostics:
+ * the contention benchmark reports whether its default mode ran any parallel code). */
+int64_t cf_rt_parallel_loops(void);
 
 /* ---- interrupts (Ctrl-C) ------------------------------------------------------------- */
 /* Bumped by the runtime's SIGINT handler. Compiled loops read it (volatile) at every
