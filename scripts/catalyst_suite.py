@@ -83,6 +83,7 @@ NOT_APPLICABLE = [
     (r"^\[XPASS\(strict\)\]", "Catalyst marks it xfail(strict); it runs under cofactor"),
     (r"device 'CustomDevice' is not supported", "Catalyst's device plugin API (TOML devices)"),
     (r"fixture 'mocker' not found", "pytest-mock spies on Catalyst internals"),
+    (r"cofactor\.accelerate\(.*JAX", "accelerate runs JAX functions on an accelerator"),
     (
         r"DID NOT RAISE NotImplementedError",
         "Catalyst refuses (NotImplementedError) what cofactor runs",

@@ -9,6 +9,7 @@ native_compiler.preload()
 
 from cofactor import debug  # noqa: E402
 from cofactor.api_extensions import (  # noqa: E402
+    accelerate,
     adjoint,
     cond,
     ctrl,
@@ -63,6 +64,7 @@ __all__ = [
     "RuntimeExecutionError",
     "ShapeDtype",
     "__version__",
+    "accelerate",
     "adjoint",
     "cond",
     "ctrl",
