@@ -61,6 +61,7 @@ DEFAULT_FILES = [
     "test_global_phase",
     "test_state_prep",
     "test_assertion",
+    "test_shotvector",
 ]
 
 MARK = "[catsuite:n/a]"

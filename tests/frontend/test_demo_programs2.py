@@ -319,3 +319,53 @@ def test_variational_classifier_gradient_over_a_dataset():
     )
     for g, e in zip(got, expected, strict=True):
         np.testing.assert_allclose(g, e, atol=1e-10)
+
+
+# --- shot vectors (Catalyst supports them for qml.sample) ----------------------------------------
+@pytest.mark.parametrize("mcm_method", ["single-branch-statistics", "one-shot"])
+def test_a_shot_vector_cuts_each_sample_into_its_partitions(mcm_method):
+    # was: "shot vectors ... are not supported by cofactor"
+    @cofactor.qjit(seed=11)
+    @qml.set_shots(((2, 3), 4))
+    @qml.qnode(_lightning(2), mcm_method=mcm_method)
+    def circuit(x):
+        qml.RX(x, 0)
+        qml.CNOT([0, 1])
+        return {"bits": qml.sample(wires=[0, 1]), "z": [7, qml.sample(qml.Z(1))]}
+
+    result = circuit(np.pi)
+    assert [np.shape(s) for s in result["bits"]] == [(2, 2), (2, 2), (2, 2), (4, 2)]
+    assert [np.shape(s) for s in result["z"][1]] == [(2,), (2,), (2,), (4,)]
+    assert np.all(result["z"][0] == 7)  # (one-shot: stacked over the shots, as Catalyst)
+    for bits, z in zip(result["bits"], result["z"][1], strict=True):
+        np.testing.assert_array_equal(bits, np.ones_like(bits))  # RX(pi): |11> every shot
+        np.testing.assert_array_equal(z, -np.ones_like(z))
+    halves = circuit(np.pi / 2)["bits"]  # the partitions are different shots
+    assert any(not np.array_equal(halves[0], h) for h in halves[1:3])
+
+
+def test_a_single_sample_with_a_shot_vector_is_pennylane_s_layout():
+    def circuit():
+        qml.Hadamard(0)
+        return qml.sample(wires=0)
+
+    shots = [3, 5]
+    got = cofactor.qjit(qml.set_shots(qml.QNode(circuit, _lightning(1)), shots))()
+    expected = qml.set_shots(qml.QNode(circuit, _default(1)), shots)()
+    assert isinstance(got, tuple)
+    assert [np.shape(g) for g in got] == [np.shape(e) for e in expected]
+
+
+@pytest.mark.parametrize(
+    "measure", [lambda: qml.expval(qml.Z(0)), lambda: qml.probs(wires=0), lambda: qml.counts()]
+)
+def test_other_measurements_with_a_shot_vector_are_refused_by_name(measure):
+    def circuit():
+        qml.Hadamard(0)
+        return measure()
+
+    qnode = qml.set_shots(qml.QNode(circuit, _lightning(1)), [5, 7])
+    with pytest.raises(
+        cofactor.CompileError, match=r"circuit: qml\.\w+: .*does not support shot-vectors"
+    ):
+        cofactor.qjit(qnode)()
