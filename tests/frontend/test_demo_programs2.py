@@ -369,3 +369,34 @@ def test_other_measurements_with_a_shot_vector_are_refused_by_name(measure):
         cofactor.CompileError, match=r"circuit: qml\.\w+: .*does not support shot-vectors"
     ):
         cofactor.qjit(qnode)()
+
+
+# --- counts of an observable ---------------------------------------------------------------------
+_HERMITIAN = np.array([[2, 1j, 0, 0], [-1j, 3, 0, 0], [0, 0, 1, 0.5], [0, 0, 0.5, 1]])
+
+
+@pytest.mark.parametrize(
+    "observable",
+    [
+        lambda: qml.Z(0),
+        lambda: qml.Y(0) @ qml.X(1),
+        lambda: qml.X(1) @ qml.Identity(0),
+        lambda: qml.Hermitian(_HERMITIAN, wires=[1, 0]),
+    ],
+    ids=["Z", "YX", "XI", "Hermitian"],
+)
+def test_counts_of_an_observable_are_keyed_by_its_eigenvalues(observable):
+    # was: the counts of the rotated basis states, keyed 0..2**k-1
+    def circuit(x):
+        qml.RX(x, 0)
+        qml.RY(2 * x, 1)
+        qml.CNOT([0, 1])
+        return qml.counts(observable(), all_outcomes=True)
+
+    shots = 20000
+    compiled = cofactor.qjit(qml.set_shots(qml.QNode(circuit, _lightning(2)), shots), seed=5)
+    keys, counts = compiled(0.7)
+    expected = qml.set_shots(qml.QNode(circuit, _default(2)), shots)(0.7)
+    assert keys.tolist() == [float(k) for k in expected]  # PennyLane's keys, in its order
+    assert counts.sum() == shots
+    np.testing.assert_allclose(counts / shots, [expected[k] / shots for k in expected], atol=0.02)

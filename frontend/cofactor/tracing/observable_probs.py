@@ -19,11 +19,11 @@ first applies its diagonalizing gates `U`. Two consequences:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pennylane as qml
-from pennylane.measurements import MeasurementProcess, SampleMP, StateMP
+from pennylane.measurements import CountsMP, MeasurementProcess, SampleMP, StateMP
 
 from cofactor.errors import CompileError, CompileNotImplementedError, DifferentiableCompileError
 from cofactor.tracing import context
@@ -115,27 +115,25 @@ def snapshot_state(scope: QuantumScope, op: qml.operation.Operator) -> Tracer:
     return scope.emit_measurement_plain(qml.state())
 
 
-def eigenvalues(mp: MeasurementProcess) -> Callable[[Tracer], Tracer] | None:
+def eigenvalues(mp: MeasurementProcess) -> Callable[[Tracer], Any] | None:
     """For `qml.sample(obs)`: bits measured in the rotated basis (shots x k, the
     observable's wires in order) -> the observable's eigenvalues, as PennyLane indexes
-    `obs.eigvals()` by the basis state (None for other measurements)."""
+    `obs.eigvals()` by the basis state. For `qml.counts(obs)`: the counts of the rotated
+    basis states (2**k) -> `(eigenvalues, counts)`, one entry per distinct eigenvalue in
+    the order of `obs.eigvals()` (PennyLane's keys with all_outcomes=True, Catalyst's
+    layout). None for other measurements."""
+    if isinstance(mp, CountsMP):
+        return _counts_by_eigenvalue(mp.obs)
     if not isinstance(mp, SampleMP):
         return None
     obs = mp.obs
-    factors = obs.operands if isinstance(obs, qml.ops.Prod) else [obs]
-    if all(f.name in ("PauliX", "PauliY", "PauliZ", "Hadamard") for f in factors):
+    if _is_pauli_word(obs):
 
         def signs(bits: Tracer) -> Tracer:  # a Pauli word: bit 0 -> +1, bit 1 -> -1
             return np.prod(1 - 2 * cast_tracer(bits, FLOAT), axis=1)
 
         return signs
-    if any(depends_on_arguments(p) for p in obs.data):
-        raise CompileError(
-            f"qml.sample({obs}): the observable's data is computed from the compiled "
-            "function's arguments, so its eigenvalues are not known when compiling; sample "
-            "its wires (qml.sample(wires=...)) and map the bits to eigenvalues"
-        )
-    eig = np.asarray(qml.math.real(obs.eigvals()), dtype=float)
+    eig = _constant_eigenvalues(obs, "sample")
 
     def values(bits: Tracer) -> Tracer:
         k = bits.shape[1]
@@ -146,3 +144,36 @@ def eigenvalues(mp: MeasurementProcess) -> Callable[[Tracer], Tracer] | None:
         return out
 
     return values
+
+
+def _is_pauli_word(obs: qml.operation.Operator) -> bool:
+    factors = obs.operands if isinstance(obs, qml.ops.Prod) else [obs]
+    return all(f.name in ("PauliX", "PauliY", "PauliZ", "Hadamard") for f in factors)
+
+
+def _constant_eigenvalues(obs: qml.operation.Operator, what: str) -> np.ndarray:
+    """`obs.eigvals()`, indexed by the rotated basis state; refused for traced data."""
+    if any(depends_on_arguments(p) for p in obs.data):
+        raise CompileError(
+            f"qml.{what}({obs}): the observable's data is computed from the compiled "
+            "function's arguments, so its eigenvalues are not known when compiling; measure "
+            f"its wires (qml.{what}(wires=...)) and map the bits to eigenvalues"
+        )
+    return np.asarray(qml.math.real(obs.eigvals()), dtype=float)
+
+
+def _counts_by_eigenvalue(obs: qml.operation.Operator) -> Callable[[Tracer], Any]:
+    if _is_pauli_word(obs):  # (a Pauli word: bit parity 0 -> +1, 1 -> -1)
+        k = len(obs.wires)
+        parity = [bin(i).count("1") % 2 for i in range(2**k)]
+        eig = 1.0 - 2.0 * np.array(parity, dtype=float)
+    else:
+        eig = _constant_eigenvalues(obs, "counts")
+    keys = np.array(list(dict.fromkeys(eig.tolist())), dtype=float)
+    # which basis states have each eigenvalue: counts per eigenvalue = grouping @ counts
+    grouping = (eig[None, :] == keys[:, None]).astype(np.int64)
+
+    def by_eigenvalue(basis_counts: Tracer) -> tuple[np.ndarray, Tracer]:
+        return keys, grouping @ basis_counts
+
+    return by_eigenvalue

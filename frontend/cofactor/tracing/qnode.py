@@ -389,8 +389,8 @@ class QuantumScope:
     def _emit_basis_measurement(
         self, mp: MeasurementProcess, eigen: Callable[[Tracer], Tracer] | None
     ) -> Tracer | tuple[np.ndarray, Tracer]:
-        """probs / sample / counts in the computational basis (`eigen`: bits -> the
-        observable's eigenvalues, for samples of a Pauli word)."""
+        """probs / sample / counts in the computational basis (`eigen`: the results in the
+        rotated basis -> the observable's, for samples and counts of an observable)."""
         b = context.current().builder
         ctx = context.current()
         labels = list(mp.wires) if mp.wires else self.all_wires()
@@ -411,12 +411,11 @@ class QuantumScope:
             op = b.insert(generic_op("quantum.sample", [out, *wires]))
             bits = Tracer.from_memref(out, (self.shots, k), INT, anchor=op)
             return bits if eigen is None else eigen(bits)
-        if eigen is not None:
-            raise CompileError("qml.counts of an observable is not supported; use wires")
         out = ctx.hoisted_alloc(memref_type((2**k,), INT))
         op = b.insert(generic_op("quantum.counts", [out, *wires]))
         counts = Tracer.from_memref(out, (2**k,), INT, anchor=op)
-        return (np.arange(2**k, dtype=np.int64), counts)
+        # (of an observable: the counts of its eigenvalues, observable_probs.eigenvalues)
+        return (np.arange(2**k, dtype=np.int64), counts) if eigen is None else eigen(counts)
 
     def _some_wire(self, obs: qml.operation.Operator) -> SSAValue:
         """Wire index 0, for an observable that acts as the identity on every wire."""
