@@ -400,3 +400,17 @@ def test_counts_of_an_observable_are_keyed_by_its_eigenvalues(observable):
     assert keys.tolist() == [float(k) for k in expected]  # PennyLane's keys, in its order
     assert counts.sum() == shots
     np.testing.assert_allclose(counts / shots, [expected[k] / shots for k in expected], atol=0.02)
+
+
+# --- messages in Catalyst's words where they say the same thing ---------------------------------
+def test_broadcasting_in_a_one_shot_circuit_says_so_in_catalyst_s_words():
+    @cofactor.qjit
+    @qml.set_shots(10)
+    @qml.qnode(_lightning(1), mcm_method="one-shot")
+    def circuit(x):
+        qml.RX(x, wires=0)
+        qml.measure(0)
+        return qml.probs(wires=0)
+
+    with pytest.raises(ValueError, match=r"mcm_method='one-shot' is not compatible with broad"):
+        circuit(np.ones(2))
