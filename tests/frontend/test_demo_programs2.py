@@ -414,3 +414,46 @@ def test_broadcasting_in_a_one_shot_circuit_says_so_in_catalyst_s_words():
 
     with pytest.raises(ValueError, match=r"mcm_method='one-shot' is not compatible with broad"):
         circuit(np.ones(2))
+
+
+# --- numpy.linalg.solve / inv of traced matrices (host callbacks) --------------------------------
+def test_a_quantum_natural_gradient_step_with_solve_inside_qjit():
+    # was: "numpy.linalg.solve is not supported on traced values"
+    qnode = qml.QNode(_ansatz, _lightning(2))
+
+    @qml.qjit(compiler="cofactor")
+    def step(p):
+        metric = qml.metric_tensor(qnode, approx="block-diag")(p)
+        return p - 0.1 * np.linalg.solve(metric + 0.01 * np.eye(3), qml.grad(qnode)(p))
+
+    p = np.array([0.3, 0.5, 0.7])
+    reference = qml.QNode(_ansatz, _default(2))
+    trainable = pnp.array(p, requires_grad=True)
+    metric = qml.metric_tensor(reference, approx="block-diag")(trainable)
+    expected = p - 0.1 * np.linalg.solve(metric + 0.01 * np.eye(3), qml.grad(reference)(trainable))
+    np.testing.assert_allclose(step(p), expected, atol=1e-10)
+
+
+def test_gradients_through_solve_and_inv_match_autograd():
+    import autograd
+    import autograd.numpy as anp
+
+    def cost(np_):
+        def f(a, b):
+            return np_.sum(np_.sin(np_.linalg.solve(1.5 * a, b))) + np_.sum(np_.linalg.inv(a) ** 2)
+
+        return f
+
+    a = np.array([[3.0, 1.0, 0.2], [0.5, 2.0, 0.1], [0.3, 0.4, 4.0]])
+    b = np.array([[1.0, 0.2], [-2.0, 0.3], [0.5, 0.1]])
+    got = cofactor.qjit(cofactor.grad(cost(np), argnums=(0, 1)))(a, b)
+    expected = autograd.grad(cost(anp), (0, 1))(a, b)
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e, atol=1e-10)
+
+
+def test_solve_of_a_singular_or_complex_matrix_says_so():
+    with pytest.raises(np.linalg.LinAlgError):
+        cofactor.qjit(np.linalg.inv)(np.zeros((2, 2)))
+    with pytest.raises(CompileError, match=r"numpy\.linalg\.solve of a traced complex matrix"):
+        cofactor.qjit(np.linalg.solve)(1j * np.eye(2), np.ones(2))
