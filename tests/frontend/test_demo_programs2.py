@@ -87,6 +87,19 @@ def test_an_optimizer_step_inside_qjit_is_refused(optimizer):
         qml.qjit(lambda p: opt.step(qnode, p), compiler="cofactor")(np.array([0.3, 0.5, 0.7]))
 
 
+@pytest.mark.parametrize("optimizer", [qml.QNGOptimizerQJIT, qml.MomentumQNGOptimizerQJIT])
+def test_pennylane_s_qjit_optimizers_say_they_need_catalyst_or_jax(optimizer):
+    # was: ModuleNotFoundError("Jax is required.")
+    qnode = qml.QNode(_ansatz, _lightning(2))
+    opt = optimizer(0.1)
+
+    def step(p):
+        return opt.step(qnode, p, opt.init(p))[0]
+
+    with pytest.raises(CompileError, match=rf"{optimizer.__name__}\.step .*Catalyst or JAX.*solve"):
+        qml.qjit(step, compiler="cofactor")(np.array([0.3, 0.5, 0.7]))
+
+
 def test_an_optimizer_outside_qjit_with_a_compiled_gradient():
     opt = qml.GradientDescentOptimizer(0.1)
     params = pnp.array([0.3, 0.5, 0.7], requires_grad=True)
