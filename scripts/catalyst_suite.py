@@ -61,6 +61,7 @@ DEFAULT_FILES = [
     "test_global_phase",
     "test_state_prep",
     "test_assertion",
+    "test_shotvector",
 ]
 
 MARK = "[catsuite:n/a]"
@@ -83,6 +84,7 @@ NOT_APPLICABLE = [
     (r"^\[XPASS\(strict\)\]", "Catalyst marks it xfail(strict); it runs under cofactor"),
     (r"device 'CustomDevice' is not supported", "Catalyst's device plugin API (TOML devices)"),
     (r"fixture 'mocker' not found", "pytest-mock spies on Catalyst internals"),
+    (r"cofactor\.accelerate\(.*JAX", "accelerate runs JAX functions on an accelerator"),
     (
         r"DID NOT RAISE NotImplementedError",
         "Catalyst refuses (NotImplementedError) what cofactor runs",

@@ -9,6 +9,7 @@ native_compiler.preload()
 
 from cofactor import debug  # noqa: E402
 from cofactor.api_extensions import (  # noqa: E402
+    accelerate,
     adjoint,
     cond,
     ctrl,
@@ -39,6 +40,7 @@ from cofactor.jit import QJIT, ShapeDtype, qjit  # noqa: E402
 # PennyLane's two seconds), which the first call, even one served by the disk cache, would
 # otherwise spend.
 for _module in (
+    "api_extensions.optimizers",
     "cache",
     "compiler",
     "distributed",
@@ -63,6 +65,7 @@ __all__ = [
     "RuntimeExecutionError",
     "ShapeDtype",
     "__version__",
+    "accelerate",
     "adjoint",
     "cond",
     "ctrl",

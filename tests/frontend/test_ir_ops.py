@@ -184,6 +184,8 @@ def test_every_function_rule_lowers():
             "matrix_power": np.linalg.matrix_power(m[:, :2], 2),
             "multi_dot": np.linalg.multi_dot([v, m.T, m]),
             "linalg_trace": getattr(np.linalg, "trace", np.trace)(m[:, :2]),  # numpy >= 2
+            "solve": np.linalg.solve(m[:, :2] + 3 * np.eye(2), v[:2]),  # (host callbacks)
+            "inv": np.linalg.inv(m[:, :2] + 3 * np.eye(2)),
         }
 
     covered = {
@@ -203,7 +205,7 @@ def test_every_function_rule_lowers():
         np.dstack, np.block, np.rot90, np.fliplr, np.flipud, np.meshgrid, np.broadcast_arrays,
         np.select, np.cross, np.polyval, np.ediff1d, np.cov, np.corrcoef,
         np.linalg.matrix_power, np.linalg.multi_dot, getattr(np.linalg, "trace", np.trace),
-        np.copyto, np.put, np.place, np.fill_diagonal,
+        np.copyto, np.put, np.place, np.fill_diagonal, np.linalg.solve, np.linalg.inv,
     }  # fmt: skip
     assert set(FUNCTION_RULES) <= covered, set(FUNCTION_RULES) - covered
     specs = [BufferSpec((2, 3), DTYPES[0]), BufferSpec((3,), DTYPES[0]), BufferSpec((), DTYPES[1])]

@@ -9,6 +9,7 @@ entry points in pyproject.toml): inside a cofactor trace, `qml.for_loop`, `qml.w
 `cofactor.vmap`.
 """
 
+from cofactor.api_extensions.accelerate import accelerate
 from cofactor.api_extensions.callbacks import pure_callback
 from cofactor.api_extensions.control_flow import cond, for_loop, while_loop
 from cofactor.api_extensions.differentiation import grad, jacobian, value_and_grad
@@ -18,6 +19,7 @@ from cofactor.api_extensions.switch import switch
 from cofactor.api_extensions.vmap import vmap
 
 __all__ = [
+    "accelerate",
     "adjoint",
     "cond",
     "ctrl",

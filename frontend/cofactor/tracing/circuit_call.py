@@ -34,7 +34,7 @@ from cofactor.errors import CompileError
 from cofactor.ir.builder import call_op, func_op, memref_type, quantum_attrs
 from cofactor.ir.mlir15 import generic_op
 from cofactor.launcher import BufferSpec
-from cofactor.tracing import aliasing, context, gridsynth, pytree
+from cofactor.tracing import aliasing, context, gridsynth, pytree, shot_vectors
 from cofactor.tracing.numpy_rules import as_tracer, in_memory, store_tracer
 from cofactor.tracing.observables import NAMED_OBSERVABLES  # noqa: F401 (re-exported)
 from cofactor.tracing.observables import is_dynamic as _is_dynamic
@@ -66,13 +66,8 @@ def _device_facts(qnode: Any) -> tuple[int | None, dict[Any, int] | None, int]:
         )
     wire_map = None if wires is None else {w: i for i, w in enumerate(wires.labels)}
     num_qubits = None if wires is None else len(wires)
+    # (a shot vector runs its total; call_qnode cuts the samples: tracing/shot_vectors.py)
     shots_obj = getattr(qnode, "shots", None) or dev.shots
-    if shots_obj is not None and shots_obj.has_partitioned_shots:
-        raise CompileError(
-            f"QNode {getattr(qnode, '__name__', '?')}: shot vectors ({shots_obj}) are not "
-            "supported by cofactor; give one number of shots and split the samples, or call "
-            "the QNode once per number of shots"
-        )
     shots = int(shots_obj.total_shots) if shots_obj is not None and shots_obj.total_shots else 0
     return num_qubits, wire_map, shots
 
@@ -134,6 +129,9 @@ def call_qnode(qnode: Any, args: tuple, kwargs: dict) -> Any:
     else:
         result = _emit_call(name, dyn, out_tree, out_leaves)
     aliasing.passed_to(name, dyn, "the QNode")  # (arrays it writes into: tracing/aliasing.py)
+    if (bounds := shot_vectors.partition_bounds(qnode)) is not None:
+        qnode_name = getattr(qnode.func, "__name__", name)
+        result = shot_vectors.split_samples(result, info.kinds, bounds, qnode_name)
     return result
 
 

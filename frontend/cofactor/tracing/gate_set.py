@@ -13,6 +13,7 @@ import contextlib
 from functools import cache
 from typing import Any
 
+import numpy as np
 import pennylane as qml
 
 from cofactor.errors import CompileError
@@ -130,11 +131,13 @@ def _matrix_fallback(op: Any) -> Any | None:
     target = op.base if controlled else op
     with qml.QueuingManager.stop_recording():
         try:
-            unitary = qml.QubitUnitary(target.matrix(), wires=target.wires)
+            matrix = target.matrix()
         except CompileError:
             raise
         except Exception:  # noqa: BLE001 - no matrix after all: leave the operator as it is
             return None
+        _refuse_a_hamiltonian_as_a_gate(target, matrix)
+        unitary = qml.QubitUnitary(matrix, wires=target.wires)
         if not controlled:
             return unitary
         return qml.ops.Controlled(
@@ -143,3 +146,29 @@ def _matrix_fallback(op: Any) -> Any | None:
             control_values=op.control_values,
             work_wires=op.work_wires,
         )
+
+
+def _refuse_a_hamiltonian_as_a_gate(op: Any, matrix: Any) -> None:
+    """A sum of operators queued as a gate is nearly always a Hamiltonian built inside the
+    QNode: PennyLane queues `H1` and `H2` of `H = H1 + H2` as operations (only the measured
+    `H` leaves the queue) and applies their non-unitary matrices to the state, a wrong
+    number without a word. A constant unitary sum stays a QubitUnitary; a non-unitary one,
+    or one whose coefficients are traced (unknown when compiling), is refused by name
+    rather than by the runtime's unitarity check, which cannot say where the matrix came
+    from."""
+    if not isinstance(op, qml.ops.Sum):
+        return
+    if isinstance(matrix, np.ndarray):
+        product = matrix @ matrix.conj().T
+        if np.allclose(product, np.eye(len(matrix)), atol=1e-6, rtol=1e-5):
+            return
+        why = "its matrix is not unitary"
+    else:
+        why = "its coefficients are traced, so it cannot be a unitary known when compiling"
+    raise CompileError(
+        f"{op} is applied as a gate of the circuit, but it is a sum of operators (a "
+        f"Hamiltonian) and {why}. PennyLane queues a Hamiltonian built inside a QNode as an "
+        "operation unless a measurement uses it: `H = H1 + H2` leaves H1 and H2 in the "
+        "circuit. Build the Hamiltonian outside the QNode or inside "
+        "`with qml.QueuingManager.stop_recording():`, then measure it with qml.expval(H)."
+    )

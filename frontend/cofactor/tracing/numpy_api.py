@@ -16,6 +16,7 @@ from cofactor.tracing import (  # noqa: F401  (registration)
     function_options,
     inplace_functions,
     linalg,
+    linalg_host,
     logic,
     matrix_exp,
     reductions,

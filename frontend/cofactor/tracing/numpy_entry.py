@@ -124,6 +124,7 @@ def capture_numpy_constructors() -> Iterator[None]:
     and PennyLane's `like="jax"` arrays are numpy's."""
     import autoray.autoray
 
+    from cofactor.api_extensions import optimizers
     from cofactor.tracing.host_arrays import CONSTRUCTORS, make_constructor
 
     replaced = [
@@ -135,6 +136,8 @@ def capture_numpy_constructors() -> Iterator[None]:
         *[(np, name, make_constructor) for name in CONSTRUCTORS],
         # `from pennylane import numpy as np` (its tensors and autograd's concatenate)
         *pennylane_numpy.intercepted(),
+        # opt.step(cost, traced_params) would silently not move: refused by name
+        *optimizers.intercepted(),
     ]
     with context.intercepts(replaced):
         yield

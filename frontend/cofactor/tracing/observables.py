@@ -69,10 +69,14 @@ def f64_value(p: Any) -> SSAValue:
             return s.value
     t = as_tracer(p)
     if t.shape != ():
+        # (a one-shot circuit says so first, in Catalyst's words)
+        one_shot = getattr(context.current().quantum, "one_shot", False)
+        lead = "mcm_method='one-shot' is not compatible with broadcasting: " if one_shot else ""
         raise CompileValueError(
-            f"expected a scalar gate parameter, got an array of shape {t.shape}: parameter "
-            "broadcasting (a batch of values as one gate parameter) is not supported under "
-            "qjit, with any mcm_method; map the circuit over the batch with cofactor.vmap"
+            f"{lead}expected a scalar gate parameter, got an array of shape {t.shape}: "
+            "parameter broadcasting (a batch of values as one gate parameter) is not "
+            "supported under qjit, with any mcm_method; map the circuit over the batch with "
+            "cofactor.vmap"
         )
     if t.dtype == COMPLEX:
         raise CompileError("complex gate parameters are not supported")
