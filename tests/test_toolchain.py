@@ -4,6 +4,7 @@ disk cache of compiled libraries."""
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 
@@ -142,18 +143,30 @@ def test_enzyme_patch_renames_llvm_and_drops_the_rpath(tmp_path):
 
 def test_which_is_remembered_per_path_and_searched_again_when_gone(tmp_path, monkeypatch):
     """`toolchain._which` remembers a PATH search for each value of PATH; a remembered tool
-    that was removed is searched for again (the key then names the one found now)."""
+    that was removed is searched for again when the tool is located (the key then names the
+    one found now, with its own size and time)."""
     first, second = tmp_path / "a", tmp_path / "b"
     for folder in (first, second):
         folder.mkdir()
         tool = folder / "cofactor-test-tool"
-        tool.write_text("#!/bin/sh\n")
+        tool.write_text("#!/bin/sh\n" + "#" * len(folder.name))
         tool.chmod(0o755)
+    tool = toolchain.Tool("test-tool", "COFACTOR_TEST_TOOL_UNSET", ("cofactor-test-tool",))
+    monkeypatch.delenv("COFACTOR_TEST_TOOL_UNSET", raising=False)
     monkeypatch.setenv("PATH", f"{first}:{second}")
     assert toolchain._which("cofactor-test-tool") == str(first / "cofactor-test-tool")
+    path, st = tool.locate_stat()
+    assert path == str(first / "cofactor-test-tool")
+    assert (st.st_size, st.st_mtime_ns) == (os.stat(path).st_size, os.stat(path).st_mtime_ns)
     (first / "cofactor-test-tool").unlink()
+    assert toolchain._which("cofactor-test-tool") == str(first / "cofactor-test-tool")  # (kept)
+    path, st = tool.locate_stat()
+    assert path == str(second / "cofactor-test-tool") == tool.locate()
+    assert st.st_size == (second / "cofactor-test-tool").stat().st_size
     assert toolchain._which("cofactor-test-tool") == str(second / "cofactor-test-tool")
     monkeypatch.setenv("PATH", str(tmp_path))  # another PATH: searched, not remembered
     assert toolchain._which("cofactor-test-tool") is None
+    with pytest.raises(ToolchainNotFoundError, match="test-tool not found"):
+        tool.locate()
     monkeypatch.setenv("PATH", f"{first}:{second}")
     assert toolchain._which("cofactor-test-tool") == str(second / "cofactor-test-tool")

@@ -93,17 +93,17 @@ def max_bytes() -> int:
 def _verify(entry_fd: int, key: str) -> None:
     """Raise _BadEntry unless the record names `key` and the library matches its hash."""
     try:
-        fd = safefs.open_file(RECORD, dir_fd=entry_fd, what="cache record")
+        fd, st = safefs.open_file_stat(RECORD, dir_fd=entry_fd, what="cache record")
         try:
-            record = json.loads(safefs.read_fd(fd))
+            record = json.loads(safefs.read_fd(fd, st.st_size))
         finally:
             os.close(fd)
         if not isinstance(record, dict) or record.get("key") != key:
             raise _BadEntry("its record does not name this key")
-        fd = safefs.open_file(LIBRARY, dir_fd=entry_fd, what="cached library")
+        fd, st = safefs.open_file_stat(LIBRARY, dir_fd=entry_fd, what="cached library")
         try:
-            size = os.fstat(fd).st_size
-            if size != record.get("size") or safefs.sha256_fd(fd) != record.get("sha256"):
+            size = st.st_size  # (of the descriptor checked and then hashed)
+            if size != record.get("size") or safefs.sha256_fd(fd, size) != record.get("sha256"):
                 raise _BadEntry("its library does not match the SHA-256 recorded when stored")
         finally:
             os.close(fd)

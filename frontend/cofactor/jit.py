@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.dialects.builtin import UnitAttr
 from xdsl.ir import Block, Region
 
 from cofactor.errors import CompileError
-from cofactor.ir.builder import func_op, memref_type
+from cofactor.ir.builder import func_op, memref_type, module_op
 from cofactor.ir.traced import TracedModule, gc_paused
 from cofactor.launcher import BufferSpec, Launcher
 from cofactor.options import CATALYST_DEFAULTS, check_options
@@ -345,7 +345,7 @@ class QJIT:
         out_types = [memref_type(t.shape, t.dtype) for t in out_tracers]
         entry = func_op(self.symbol, [*in_types, *out_types], Region(block))
         entry.attributes["llvm.emit_c_interface"] = UnitAttr()
-        module = ModuleOp([*b.module_ops, entry])
+        module = module_op([*b.module_ops, entry])
         helpers = [interrupts.helpers(ctx)] if ctx.interrupt_checks else []
         checks = ctx.has_quantum or ctx.runtime_checks
         return TracedModule(module, helpers), out_tree, out_leaves, checks, ctx.has_callbacks

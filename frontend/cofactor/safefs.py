@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 #: Opening flags for folders and files: never follow a symbolic link planted in the tree.
@@ -138,6 +139,18 @@ def open_file(
     allow_root: bool = False,
 ) -> int:
     """Open a regular file for reading without following a link, and check its owner and mode."""
+    return open_file_stat(name, dir_fd=dir_fd, what=what, allow_root=allow_root)[0]
+
+
+def open_file_stat(
+    name: str | os.PathLike,
+    *,
+    dir_fd: int | None = None,
+    what: str = "file",
+    allow_root: bool = False,
+) -> tuple[int, os.stat_result]:
+    """`open_file`, with the `fstat` of the descriptor that was checked (its size: the
+    expected length for `read_fd` and `sha256_fd`)."""
     fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
     try:
         st = os.fstat(fd)
@@ -147,25 +160,36 @@ def open_file(
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return fd, st
 
 
-def read_fd(fd: int) -> bytes:
-    """All bytes of an open file, from its start."""
-    chunks = []
+_CHUNK = 1 << 20
+
+
+def _chunks(fd: int, size: int | None) -> Iterator[bytes]:
+    """The bytes of an open file from its start to its end, in chunks of at most 1 MiB.
+    `size` (the length `fstat` gave) sizes the reads: a file of that length takes one read
+    of it and one of a byte, which finds the end (a read of 1 MiB allocates that much
+    first: four memory-map system calls for every small file)."""
     offset = 0
-    while chunk := os.pread(fd, 1 << 20, offset):
-        chunks.append(chunk)
+    while chunk := os.pread(
+        fd, _CHUNK if size is None else min(max(size - offset, 0) + 1, _CHUNK), offset
+    ):
+        yield chunk
         offset += len(chunk)
-    return b"".join(chunks)
 
 
-def sha256_fd(fd: int) -> str:
+def read_fd(fd: int, size: int | None = None) -> bytes:
+    """All bytes of an open file, from its start (`size`: its expected length, see `_chunks`;
+    the bytes are read to the end whatever it says)."""
+    return b"".join(_chunks(fd, size))
+
+
+def sha256_fd(fd: int, size: int | None = None) -> str:
+    """The SHA-256 (hex) of all bytes of an open file (`size`: as for `read_fd`)."""
     digest = hashlib.sha256()
-    offset = 0
-    while chunk := os.pread(fd, 1 << 20, offset):
+    for chunk in _chunks(fd, size):
         digest.update(chunk)
-        offset += len(chunk)
     return digest.hexdigest()
 
 

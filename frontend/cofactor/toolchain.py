@@ -68,13 +68,19 @@ class Tool:
         """`find`, as a string: `fingerprint` asks for every tool on each compilation,
         the cached first call of a process included, where pathlib's objects cost more
         than the file-system lookups."""
+        return self.locate_stat()[0]
+
+    def locate_stat(self) -> tuple[str, os.stat_result]:
+        """`locate`, and the `os.stat` of the path found: the one system call that tells
+        that the tool is there also gives what `fingerprint` keys on."""
         if override := os.environ.get(self.env_var):
-            if not os.path.exists(override):
+            st = _stat(override)
+            if st is None:
                 raise ToolchainNotFoundError(
                     f"{self.name}: {self.env_var}={override} does not exist. "
                     f"Unset it or point it at the {self.name} you want."
                 )
-            return override
+            return override, st
         looked: list[str] = []
         for candidate in self.candidates:
             if candidate.startswith("@build/"):
@@ -85,8 +91,12 @@ class Tool:
                 path = candidate
             else:
                 path = _which(candidate)
-            if path is not None and os.path.exists(path):
-                return path
+            st = None if path is None else _stat(path)
+            if st is None and path is not None and "/" not in candidate:
+                path = _which(candidate, forget=path)  # gone since it was found: search again
+                st = None if path is None else _stat(path)
+            if path is not None and st is not None:
+                return path, st
             looked.append(path or candidate)
         raise ToolchainNotFoundError(
             f"{self.name} not found (looked in: {', '.join(looked)}; "
@@ -103,22 +113,30 @@ class Tool:
         return (interesting or lines or ["unknown"])[0]
 
 
-def _which(name: str) -> str | None:
+def _which(name: str, forget: str | None = None) -> str | None:
     """`shutil.which(name)`, remembered per process for each value of PATH: the key's
     `fingerprint` locates `cc` on every compilation, the cached first call of a process
     included, and a search of PATH was a tenth of a millisecond of that call. The path
-    found is still checked (`locate`) and stat'ed (`fingerprint`) every time, so a cc
-    rebuilt or replaced in place changes the key; a remembered path that is gone is
-    searched for again. What is not seen until the next process: a new `name` put in a
+    found is still stat'ed every time (`Tool.locate_stat`), so a cc rebuilt or replaced
+    in place changes the key; a remembered path that is gone is searched for again
+    (`forget`: that path). What is not seen until the next process: a new `name` put in a
     folder of PATH that comes before the one found (the key and the link step both use the
     remembered one, so they stay consistent)."""
     key = (name, os.environ.get("PATH"))
     path = _WHICH.get(key)
-    if path is None or not os.path.exists(path):
+    if path is None or path == forget:
         path = shutil.which(name)
         if path is not None:
             _WHICH[key] = path
     return path
+
+
+def _stat(path: str) -> os.stat_result | None:
+    """`os.stat(path)`, or None where `os.path.exists` would be false."""
+    try:
+        return os.stat(path)
+    except (OSError, ValueError):
+        return None
 
 
 _WHICH: dict[tuple[str, str | None], str] = {}
@@ -220,12 +238,11 @@ def fingerprint() -> str:
                 continue
         if tool.name == "compiler":
             try:  # optional: the subprocess pipeline runs without it
-                path = tool.locate()
+                path, stat = tool.locate_stat()
             except ToolchainNotFoundError:
                 parts.append("compiler=missing")
                 continue
         else:
-            path = tool.locate()
-        stat = os.stat(path)
+            path, stat = tool.locate_stat()
         parts.append(f"{tool.name}={path}:{stat.st_size}:{stat.st_mtime_ns}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()

@@ -379,6 +379,56 @@ def test_functions_are_the_ones_xdsl_constructor_makes():
         mine.verify()
 
 
+def test_modules_calls_returns_and_memory_ops_are_the_ones_xdsl_constructors_make():
+    from xdsl.dialects import memref
+
+    from cofactor.ir.builder import call_op, func_op, module_op, return_op
+
+    ref_type = memref_type((2,), np.dtype(np.float64))
+    pairs = []
+    for build in ("ours", "xdsl"):
+        block = Block(arg_types=[ref_type, f64])
+        ref, x = block.args
+        if build == "ours":
+            b = IRBuilder()
+            b.push(block)
+            alloc = b.alloc(ref_type)
+            b.insert(call_op("g", [alloc, x], [f64]))
+            b.dealloc(alloc)
+            b.insert(return_op(x))
+            ops = [func_op("f", [ref_type, f64], Region(block))]
+            module = module_op(ops)
+        else:
+            alloc = memref.AllocOp.get(f64, shape=[2])
+            block.add_ops(
+                [
+                    alloc,
+                    func.CallOp("g", [alloc.results[0], x], [f64]),
+                    memref.DeallocOp.get(alloc),
+                    func.ReturnOp(x),
+                ]
+            )
+            ops = [func.FuncOp("f", ([ref_type, f64], []), Region(block))]
+            module = ModuleOp(ops)
+        pairs.append((module, list(module.walk())))
+    (mine, my_ops), (theirs, their_ops) = pairs
+    assert [type(op) for op in my_ops] == [type(op) for op in their_ops]
+    for a, b in zip(my_ops, their_ops, strict=True):
+        assert list(a.properties.items()) == list(b.properties.items())
+        assert a.attributes == b.attributes and a.location == b.location
+        assert [r.type for r in a.results] == [r.type for r in b.results]
+        assert len(a.operands) == len(b.operands) and len(a.regions) == len(b.regions)
+        assert all(r.parent is a for r in a.regions)
+        # each operand knows its use by the op (xDSL's use lists)
+        uses = {(u.operation, u.index) for v in a.operands for u in v.uses}
+        assert all((a, i) in uses for i in range(len(a.operands)))
+    assert str(mine) == str(theirs)
+    mine.ops.first.body.block.ops.first.verify()  # (the alloc; @g is not declared)
+    # an op's region is attached once
+    with pytest.raises(ValueError, match="already attached"):
+        func_op("h", [], mine.regions[0])
+
+
 def test_link_op_links_as_xdsl_insertion_does():
     from xdsl.dialects import scf
     from xdsl.dialects.builtin import IntegerAttr

@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     MemRefType,
+    ModuleOp,
     NoneAttr,
     StringAttr,
     SymbolRefAttr,
@@ -85,13 +86,17 @@ def function_type(inputs: Sequence[Attribute], outputs: Sequence[Attribute]) -> 
 
 def func_op(name: str, inputs: Sequence[Attribute], region: Region) -> func.FuncOp:
     """`func.FuncOp(name, (inputs, []), region)`: the same properties, in the same order,
-    through `create`, which skips xDSL's generic op constructor (on the first call of a
+    built by `simple_op`, which skips xDSL's generic op constructor (on the first call of a
     process, its `isinstance` checks against `Sequence` and the checks of the function
     type cost a quarter of a millisecond per function)."""
-    return func.FuncOp.create(
-        properties={"sym_name": StringAttr(name), "function_type": function_type(inputs, [])},
-        regions=[region],
-    )
+    properties = {"sym_name": StringAttr(name), "function_type": function_type(inputs, [])}
+    return simple_op(func.FuncOp, (), None, properties, (region,))  # type: ignore[return-value]
+
+
+def module_op(ops: Sequence[Operation]) -> ModuleOp:
+    """`ModuleOp(ops)`: a module of one block holding `ops` (see `func_op`; xDSL's
+    constructor took 50 us on the first call of a process)."""
+    return simple_op(ModuleOp, (), None, None, (Region(Block(ops)),))  # type: ignore[return-value]
 
 
 def _raw_int(value: int) -> IntAttr:
@@ -160,16 +165,14 @@ def call_op(
     without xDSL's generic constructor, whose first list of operands costs a millisecond
     of `isinstance` checks against every op class (ABC caches), once per process: on the
     path of a function's first call, which the disk cache otherwise serves in a few ms."""
-    return func.CallOp.create(
-        operands=list(args),
-        result_types=list(result_types),
-        properties={"callee": _symbol_ref(name)},
+    return simple_op(  # type: ignore[return-value]
+        func.CallOp, list(map(_value, args)), list(result_types), {"callee": _symbol_ref(name)}
     )
 
 
 def return_op(*values: SSAValue) -> func.ReturnOp:
     """`func.return values`, as `func.ReturnOp(*values)` makes it (see `call_op`)."""
-    return func.ReturnOp.create(operands=values)
+    return simple_op(func.ReturnOp, list(map(_value, values)))  # type: ignore[return-value]
 
 
 def _symbol_ref(name: str) -> SymbolRefAttr:
@@ -317,9 +320,7 @@ class IRBuilder:
         # (the op `memref.AllocOp.get(element type, shape)` makes; see `call_op` for why not
         # through xDSL's constructor)
         return self.res(
-            memref.AllocOp.create(
-                result_types=[type_], properties={"operandSegmentSizes": _NO_SEGMENTS}
-            )
+            simple_op(memref.AllocOp, [], [type_], {"operandSegmentSizes": _NO_SEGMENTS})
         )
 
     def alloca(self, type_: MemRefType) -> SSAValue:
@@ -358,7 +359,8 @@ class IRBuilder:
         )
 
     def dealloc(self, ref: SSAValue) -> None:
-        self.insert(memref.DeallocOp.get(ref))
+        # memref.DeallocOp.get(ref), without the generic constructor (70 us the first time)
+        self.insert(simple_op(memref.DeallocOp, [_value(ref)]))
 
     def load(self, ref: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
         return self.res(load_op(_value(ref), list(map(_value, indices))))

@@ -14,6 +14,7 @@ from xdsl.ir import (
     Operation,
     OpResult,
     ParametrizedAttribute,
+    Region,
     SSAValue,
     SSAValues,
     TypeAttribute,
@@ -104,17 +105,26 @@ def generic_op(
 
 def simple_op(
     cls: type[Operation],
-    operands: list[SSAValue],
+    operands: list[SSAValue] | tuple[SSAValue, ...],
     result_types: list[Attribute] | None = None,
     properties: dict[str, Attribute] | None = None,
+    regions: tuple[Region, ...] = (),
 ) -> Operation:
-    """`cls.create(operands=..., result_types=..., properties=...)` for an op without
-    attributes, successors or regions (constants, loads, stores: most ops of a trace), in
-    half the time: the same fields, and the op's `__post_init__` (which fills in default
-    properties); tests/frontend/test_trace_speed_paths.py checks both build the same op."""
+    """`cls.create(operands=..., result_types=..., properties=..., regions=...)` for an op
+    without attributes or successors (constants, loads, stores: most ops of a trace; and
+    functions, calls, returns), in half the time: the same fields, and the op's
+    `__post_init__` (which fills in default properties). xDSL's constructors ask
+    `isinstance` of ABCs (`Sequence`) of each operand and region, tens of microseconds per
+    new class on the first call of a process. tests/frontend/test_trace_speed_paths.py
+    checks that both build the same op."""
     op = _bare_op(cls, operands, result_types)
     op.properties = dict(properties) if properties else {}
     op.attributes = {}
+    for region in regions:  # (what `add_region` does)
+        if region.parent is not None:
+            raise ValueError("Cannot add region that is already attached on an operation.")
+        op.regions += (region,)
+        region.parent = op
     fills = _FILLS_DEFAULTS.get(cls)
     if fills is None:
         fills = _FILLS_DEFAULTS[cls] = _fills_defaults(cls)
@@ -142,7 +152,9 @@ def _fills_defaults(cls: type[Operation]) -> bool:
 
 
 def _bare_op(
-    cls: type[Operation], operands: list[SSAValue], result_types: list[Attribute] | None
+    cls: type[Operation],
+    operands: list[SSAValue] | tuple[SSAValue, ...],
+    result_types: list[Attribute] | None,
 ) -> Operation:
     """An op of `cls` with its operands (and their uses), results and location: the
     operands as xDSL's setter stores them (the op has none before), without the setter's

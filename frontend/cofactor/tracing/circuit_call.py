@@ -291,6 +291,8 @@ def _emit_qnode_function(
 
 def _static_leaf(v: Any) -> bool:
     """A result leaf returned as it is, not computed by the circuit function."""
+    if isinstance(v, Tracer):  # (most leaves: `Wires` is an ABC, whose `isinstance` of a
+        return False  # new class walks its caches, once per process: 20 us of a first call)
     return (isinstance(v, np.ndarray) and v.dtype != object) or isinstance(v, qml.wires.Wires)
 
 

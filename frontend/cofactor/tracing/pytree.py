@@ -60,11 +60,19 @@ def _flatten(obj: Any, leaves: list[Any], is_leaf, pack=None) -> Any:
 
 
 def _has_traced_labels(obj: Any) -> bool:
+    if type(obj) in _NOT_WIRES:  # (most leaves: `Wires` is an ABC, see below)
+        return False
     from pennylane.wires import Wires
 
     from cofactor.tracing.tracer import Scalar, Tracer
 
     return isinstance(obj, Wires) and any(isinstance(w, Tracer | Scalar) for w in obj.labels)
+
+
+#: Leaf classes that are not `Wires`, told without `isinstance` of that ABC: the first one
+#: of a class in a process walks the ABC's caches and subclasses (36 us for an ndarray
+#: argument, on the first call of a process).
+_NOT_WIRES = frozenset((np.ndarray, float, int, bool, complex, str))
 
 
 def _wire_label(value: Any) -> Any:
