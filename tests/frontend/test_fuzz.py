@@ -25,8 +25,9 @@ import numpy as np
 import pennylane as qml
 import pytest
 from fuzz_programs import VMAP_BATCH, Program, render, reproducer
+from fuzz_settings import fuzz_settings
 from fuzz_strategies import programs
-from hypothesis import HealthCheck, Phase, assume, given, note, seed, settings
+from hypothesis import assume, given, note
 
 import cofactor
 
@@ -124,18 +125,7 @@ def check(p: Program) -> None:
             np.testing.assert_allclose(gk, ek, rtol=tol, atol=tol, err_msg=f"{name} result {k}")
 
 
-def _settings(fn):
-    fn = settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        derandomize=SEED is None,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-        print_blob=True,
-        # shrinking compiles a program per step; the "explain" phase would add many more
-        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-    )(fn)
-    return seed(int(SEED))(fn) if SEED is not None else fn
+_settings = fuzz_settings(EXAMPLES, SEED)
 
 
 @_settings

@@ -27,7 +27,8 @@ import numpy as np
 import pennylane as qml
 import pytest
 from fuzz_arrays import ArrayProgram, array_programs, values
-from hypothesis import HealthCheck, Phase, given, note, seed, settings
+from fuzz_settings import fuzz_settings
+from hypothesis import given, note
 
 import cofactor
 from cofactor.errors import CompileError
@@ -218,21 +219,7 @@ def _assert_all(got: list, want: list, what: str, argnums: tuple[int, ...], tol:
         _assert_same(g, w, f"{what} wrt a{argnums[k]}", tol, tol)
 
 
-def _settings(fn):
-    fn = settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        derandomize=SEED is None,
-        database=None,
-        suppress_health_check=[
-            HealthCheck.too_slow,
-            HealthCheck.data_too_large,
-            HealthCheck.filter_too_much,
-        ],
-        print_blob=True,
-        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-    )(fn)
-    return seed(int(SEED))(fn) if SEED is not None else fn
+_settings = fuzz_settings(EXAMPLES, SEED)
 
 
 @_settings

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import pennylane as qml
 import pytest
-from hypothesis import HealthCheck, Phase, assume, given, note, seed, settings
+from fuzz_settings import fuzz_settings
+from hypothesis import assume, given, note
 from hypothesis import strategies as st
 
 import cofactor
@@ -200,17 +201,7 @@ def check(p: FlowProgram) -> None:
     np.testing.assert_allclose(jac, want_jac, rtol=GRAD_TOL, atol=GRAD_TOL, err_msg="jacobian")
 
 
-def _settings(fn):
-    fn = settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        derandomize=SEED is None,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-        print_blob=True,
-        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-    )(fn)
-    return seed(int(SEED))(fn) if SEED is not None else fn
+_settings = fuzz_settings(EXAMPLES, SEED)
 
 
 @_settings

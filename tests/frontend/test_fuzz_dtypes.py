@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, note, seed, settings
+from fuzz_settings import fuzz_settings
+from hypothesis import given, note
 from hypothesis import strategies as st
 
 import cofactor
@@ -177,17 +178,7 @@ def check(p: DtypeProgram) -> None:
         assert np.array_equal(np.signbit(got[zeros]), np.signbit(want[zeros])), "sign of zero"
 
 
-def _settings(fn):
-    fn = settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        derandomize=SEED is None,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-        print_blob=True,
-        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-    )(fn)
-    return seed(int(SEED))(fn) if SEED is not None else fn
+_settings = fuzz_settings(EXAMPLES, SEED)
 
 
 @_settings
