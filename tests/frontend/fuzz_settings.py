@@ -1,16 +1,20 @@
-"""The hypothesis settings the fuzzers here share: derandomized (the same examples on every
-run) unless COFACTOR_FUZZ_SEED names a seed, no example database, no deadline (an example
+"""The hypothesis settings the fuzzers here share: COFACTOR_FUZZ_EXAMPLES examples (each
+fuzzer has its default), derandomized (the same examples on every run) unless
+COFACTOR_FUZZ_SEED names a seed, no example database, no deadline (an example
 compiles a program), and no "explain" phase (it would compile many more)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from hypothesis import HealthCheck, Phase, seed, settings
 
 
-def fuzz_settings(max_examples: int, seed_text: str | None) -> Callable:
-    """A decorator for a `@given` test: `max_examples` examples, from `seed_text` if given."""
+def fuzz_settings(default_examples: int) -> Callable:
+    """A decorator for a `@given` test, with the examples and seed the environment asks for."""
+    max_examples = int(os.environ.get("COFACTOR_FUZZ_EXAMPLES", str(default_examples)))
+    seed_text = os.environ.get("COFACTOR_FUZZ_SEED")
 
     def apply(fn: Callable) -> Callable:
         fn = settings(

@@ -19,8 +19,6 @@ shrunk (one compile per step: allow a few minutes) to a small program, printed a
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pennylane as qml
 import pytest
@@ -40,8 +38,6 @@ pytestmark = [
 ]
 
 pnp = qml.numpy
-EXAMPLES = int(os.environ.get("COFACTOR_FUZZ_EXAMPLES", "25"))
-SEED = os.environ.get("COFACTOR_FUZZ_SEED")
 VALUE_TOL = 1e-8
 GRAD_TOL = 1e-6
 # Programs whose values or derivatives exceed this (cosh of a product, say) are skipped: a
@@ -125,7 +121,7 @@ def check(p: Program) -> None:
             np.testing.assert_allclose(gk, ek, rtol=tol, atol=tol, err_msg=f"{name} result {k}")
 
 
-_settings = fuzz_settings(EXAMPLES, SEED)
+_settings = fuzz_settings(default_examples=25)
 
 
 @_settings

@@ -39,8 +39,6 @@ pytestmark = [
 ]
 
 pnp = qml.numpy
-EXAMPLES = int(os.environ.get("COFACTOR_FUZZ_EXAMPLES", "50"))
-SEED = os.environ.get("COFACTOR_FUZZ_SEED")
 VALUE_RTOL = 1e-10
 GRAD_TOL = 1e-7
 FD_TOL = 1e-5
@@ -219,7 +217,7 @@ def _assert_all(got: list, want: list, what: str, argnums: tuple[int, ...], tol:
         _assert_same(g, w, f"{what} wrt a{argnums[k]}", tol, tol)
 
 
-_settings = fuzz_settings(EXAMPLES, SEED)
+_settings = fuzz_settings(default_examples=50)
 
 
 @_settings

@@ -15,7 +15,6 @@ run longer with e.g. COFACTOR_FUZZ_EXAMPLES=300 COFACTOR_FUZZ_SEED=3.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,8 +32,6 @@ pytestmark = [
 ]
 
 pnp = qml.numpy
-EXAMPLES = int(os.environ.get("COFACTOR_FUZZ_EXAMPLES", "20"))
-SEED = os.environ.get("COFACTOR_FUZZ_SEED")
 VALUE_TOL = 1e-9
 GRAD_TOL = 1e-7
 #: arrays up to this size are element values; larger ones live in memory (loop nests)
@@ -201,7 +198,7 @@ def check(p: FlowProgram) -> None:
     np.testing.assert_allclose(jac, want_jac, rtol=GRAD_TOL, atol=GRAD_TOL, err_msg="jacobian")
 
 
-_settings = fuzz_settings(EXAMPLES, SEED)
+_settings = fuzz_settings(default_examples=20)
 
 
 @_settings

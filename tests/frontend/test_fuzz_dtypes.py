@@ -19,7 +19,6 @@ run longer with e.g. COFACTOR_FUZZ_EXAMPLES=500 COFACTOR_FUZZ_SEED=3.
 
 from __future__ import annotations
 
-import os
 import warnings
 from dataclasses import dataclass
 
@@ -34,8 +33,6 @@ from cofactor.errors import CompileError
 
 pytestmark = pytest.mark.needs_toolchain
 
-EXAMPLES = int(os.environ.get("COFACTOR_FUZZ_EXAMPLES", "30"))
-SEED = os.environ.get("COFACTOR_FUZZ_SEED")
 RTOL = 1e-12
 
 #: what an argument of each drawn dtype is computed as (docs/frontend.md: 64-bit)
@@ -178,7 +175,7 @@ def check(p: DtypeProgram) -> None:
         assert np.array_equal(np.signbit(got[zeros]), np.signbit(want[zeros])), "sign of zero"
 
 
-_settings = fuzz_settings(EXAMPLES, SEED)
+_settings = fuzz_settings(default_examples=30)
 
 
 @_settings
