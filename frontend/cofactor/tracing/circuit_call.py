@@ -123,6 +123,8 @@ def call_qnode(qnode: Any, args: tuple, kwargs: dict) -> Any:
     info = ctx.qnode_info[name]
     if differentiated:
         check_differentiable(info)
+    elif context.differentiation_method(ctx) == "fd":
+        check_finite_differences(info)
     dyn = [*dynamic, *captured]
     if info.one_shot_shots:  # mcm_method="one-shot": a loop over shots around the circuit
         result = call_one_shot(name, dyn, out_tree, out_leaves, info)
@@ -279,6 +281,7 @@ def _emit_qnode_function(
     info.shot_validity = scope.valid is not None
     info.custom_shift_rules = scope.custom_shift_rules
     info.sampled = bool(shots or loop_shots)
+    info.random_mcm = scope.random_mcm
     ctx.qnode_info[name] = info
     fn.attributes["cofactor.diff_method"] = StringAttr(info.diff_method)
     fn.attributes["cofactor.num_inputs"] = IntegerAttr(len(in_types), i64)
@@ -333,6 +336,7 @@ class QNodeInfo:
     one_shot_preseed: Any = None  # attributes of the seeding acquire before the loop
     shot_validity: bool = False  # one-shot: a last output says whether the shot is kept
     sampled: bool = False  # the device (or QNode) has finite shots
+    random_mcm: bool = False  # a mid-circuit measurement samples its outcome (not postselected)
 
     @property
     def diff_method(self) -> str:
@@ -394,7 +398,8 @@ def check_differentiable(info: QNodeInfo) -> None:
         raise DifferentiableCompileError(
             f"mid-circuit measurements cannot be differentiated with the adjoint or "
             f"parameter-shift method (MidCircuitMeasure is not allowed in a differentiated "
-            f'circuit) {where}; differentiate with method="fd" instead'
+            f"circuit) {where}; postselect every mid-circuit measurement "
+            '(qml.measure(w, postselect=0 or 1)) and differentiate with method="fd"'
         )
     if info.traced_constants:
         raise DifferentiableCompileError(
@@ -415,6 +420,23 @@ def check_differentiable(info: QNodeInfo) -> None:
         raise DifferentiableCompileError(
             f"The adjoint method can only be used for QNodes which return qml.expval {where}; "
             f"this one returns {', '.join(others)}: use diff_method='parameter-shift'"
+        )
+
+
+def check_finite_differences(info: QNodeInfo) -> None:
+    """Raise a DifferentiableCompileError when finite differences of the circuit would be
+    meaningless: without shots (single-branch statistics) each run of a circuit with a
+    mid-circuit measurement that is not postselected samples its own branch, so f(x + h) and
+    f(x) may come from different branches and their difference over h is of order 1/h."""
+    from cofactor.errors import DifferentiableCompileError
+
+    if info.random_mcm and not info.sampled:
+        raise DifferentiableCompileError(
+            f'method="fd" cannot differentiate QNode {info.name}: it measures mid-circuit '
+            "without postselection and without shots, so each evaluation samples one random "
+            "branch (single-branch statistics) and the finite difference of two evaluations "
+            "is not a derivative; postselect each measurement "
+            "(qml.measure(w, postselect=0 or 1)) so that every evaluation takes the same branch"
         )
 
 

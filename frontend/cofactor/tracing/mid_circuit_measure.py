@@ -81,6 +81,8 @@ def measure(wires: Any, reset: bool = False, postselect: int | None = None) -> T
 
     discard = postselect is not None and scope.discard_invalid
     forced = -1 if postselect is None or discard else postselect
+    if forced == -1:
+        scope.random_mcm = True
     attrs = quantum_attrs(reset=bool(reset), postselect=forced)
     value = b.res(generic_op("quantum.measure", [scope.wire(wires)], [i1], attrs))
     if discard:

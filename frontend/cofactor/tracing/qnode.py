@@ -90,6 +90,9 @@ class QuantumScope:
     queues: list[qml.queuing.AnnotatedQueue] = field(default_factory=list)
     max_wire: int = -1
     has_mcm: bool = False  # a mid-circuit measurement was emitted (not differentiable)
+    # a mid-circuit measurement whose outcome the simulator samples (not postselected): each
+    # run of the circuit may take another branch
+    random_mcm: bool = False
     # Matrices and Hamiltonian coefficients computed from the circuit's arguments: the
     # gradient passes treat them as constants, so a circuit with any cannot be differentiated.
     traced_constants: list[str] = field(default_factory=list)
