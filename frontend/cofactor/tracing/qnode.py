@@ -40,7 +40,7 @@ from pennylane.wires import Wires
 from xdsl.dialects.builtin import i64
 from xdsl.ir import SSAValue
 
-from cofactor.errors import CompileError
+from cofactor.errors import CompileError, CompileValueError
 from cofactor.ir.builder import IRBuilder, memref_type, quantum_attrs
 from cofactor.ir.mlir15 import generic_op
 from cofactor.tracing import context, observable_probs, observables
@@ -325,6 +325,15 @@ class QuantumScope:
         b = context.current().builder
         common = {"adjoint": adjoint, "ctrl_values": list(ctrl_values)}
         if name == "QubitUnitary":
+            shape = tuple(np.shape(op.parameters[0]))
+            if len(shape) != 2:
+                # (a stack of matrices reached the runtime's DxD unitary: an MLIR verifier
+                # error, not the user's words)
+                raise CompileValueError(
+                    f"QubitUnitary on wires {op.wires.tolist()} got a matrix of shape {shape}: "
+                    "parameter broadcasting (a batch of matrices as one gate) is not "
+                    "supported under qjit; map the circuit over the batch with cofactor.vmap"
+                )
             if _depends_on_arguments(op.parameters[0]):
                 self.traced_constants.append(f"the matrix of QubitUnitary on wires {op.wires}")
             matrix = _complex_matrix_memref(op.parameters[0])
