@@ -151,8 +151,8 @@ def _is_array_list(x: Any) -> bool:
     """Lists/tuples of plain numbers (as in `f([0.2, 0.3])`) travel as one array, and the
     program sees them as the same lists/tuples of traced numbers (so `a + b` joins two
     lists and `2 * a` repeats one, as in Python, PennyLane and Catalyst)."""
-    if not isinstance(x, list | tuple) or not x:
-        return False
+    if not isinstance(x, list | tuple) or not x or hasattr(x, "_fields"):
+        return False  # (a namedtuple is a node: its fields are leaves, its class is kept)
     if all(type(v) in _PY_SCALARS or isinstance(v, np.generic) for v in x):
         return True
     # nested: rectangular only (ragged nesting stays a pytree of numbers)

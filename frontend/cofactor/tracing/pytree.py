@@ -1,4 +1,4 @@
-"""Minimal pytrees: nested tuples / lists / dicts of leaves, flattened and rebuilt.
+"""Minimal pytrees: nested tuples / namedtuples / lists / dicts of leaves, flattened and rebuilt.
 
 The tree definition is a hashable value, so it can be part of a compilation cache key.
 """
@@ -35,8 +35,13 @@ def _flatten(obj: Any, leaves: list[Any], is_leaf, pack=None) -> Any:
     if isinstance(obj, PackedList | PackedTuple) and (packed := obj.packed()) is not None:
         leaves.append(packed[0])  # (unchanged: travels as its array, see tracing/packed.py)
         return ("packed", packed[1])
-    if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
-        return ("tuple", tuple(_flatten(v, leaves, is_leaf, pack) for v in obj))
+    if isinstance(obj, tuple):
+        children = tuple(_flatten(v, leaves, is_leaf, pack) for v in obj)
+        if hasattr(obj, "_fields"):
+            # a namedtuple is a node, as in JAX: its fields are values, its class is
+            # structure (children first, so code that walks tree[1] sees it as a tuple)
+            return ("namedtuple", children, type(obj))
+        return ("tuple", children)
     if isinstance(obj, list):
         return ("list", tuple(_flatten(v, leaves, is_leaf, pack) for v in obj))
     if isinstance(obj, dict):
@@ -112,6 +117,8 @@ def _unflatten(tree: Any, it) -> Any:
         return tuple(_unflatten(t, it) for t in tree[1])
     if kind == "list":
         return [_unflatten(t, it) for t in tree[1]]
+    if kind == "namedtuple":
+        return tree[2](*(_unflatten(t, it) for t in tree[1]))
     if kind == "dict":
         return {k: _unflatten(t, it) for k, t in zip(tree[1], tree[2], strict=True)}
     if kind == "packed":
@@ -127,7 +134,7 @@ def num_leaves(tree: Any) -> int:
     if tree == LEAF:
         return 1
     kind = tree[0]
-    if kind in ("tuple", "list", "wires"):
+    if kind in ("tuple", "namedtuple", "list", "wires"):
         return sum(num_leaves(t) for t in tree[1])
     if kind == "packed":
         return 1
