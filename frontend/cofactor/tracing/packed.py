@@ -69,17 +69,33 @@ class _Packed:
         return self.as_array().__array__(dtype)  # (the tracer's message, or a fresh array)
 
 
+# Called as the program calls a list or tuple type (`type(a)(v * 2 for v in a)`, copy's
+# `cls.__new__(cls)`), these classes give the plain list / tuple of those items: a sequence
+# built from a packed one is a plain sequence.
+
+
 class PackedList(_Packed, list):
+    def __new__(cls, items: Any = (), *packing: Any) -> Any:
+        return list.__new__(cls) if packing else list(items)
+
     def __init__(self, items: list[Any], array: Any, tree: Any, elements: list[Any]) -> None:
         list.__init__(self, items)
         self._init_packed(array, tree, elements)
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return (list, (list(self),))
+
 
 class PackedTuple(_Packed, tuple):
-    def __new__(cls, items: list[Any], array: Any, tree: Any, elements: list[Any]) -> Any:
+    def __new__(cls, items: Any = (), *packing: Any) -> Any:
+        if not packing:
+            return tuple(items)
         self = tuple.__new__(cls, items)
-        self._init_packed(array, tree, elements)
+        self._init_packed(*packing)
         return self
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return (tuple, (tuple(self),))
 
 
 def unpack(tree: Any, array: Any) -> Any:
