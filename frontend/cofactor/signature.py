@@ -150,13 +150,26 @@ def _normalise_static(value: Any) -> Any:
 def _is_array_list(x: Any) -> bool:
     """Lists/tuples of plain numbers (as in `f([0.2, 0.3])`) travel as one array, and the
     program sees them as the same lists/tuples of traced numbers (so `a + b` joins two
-    lists and `2 * a` repeats one, as in Python, PennyLane and Catalyst)."""
+    lists and `2 * a` repeats one, as in Python, PennyLane and Catalyst).
+
+    Only numbers of one type are packed: numpy would convert `(0.5, True)` or
+    `[2**60 + 1, 0.5]` to floats (a bool seen as 1.0, an int rounded), where Catalyst and
+    JAX keep each element's own type; a mixed sequence stays a pytree of its numbers."""
+    return _number_type(x) is not None
+
+
+def _number_type(x: Any) -> Any:
+    """The one number type of a non-empty rectangular (nested) list/tuple of numbers (a
+    Python type or a numpy dtype), else None."""
     if not isinstance(x, list | tuple) or not x or hasattr(x, "_fields"):
-        return False  # (a namedtuple is a node: its fields are leaves, its class is kept)
+        return None  # (a namedtuple is a node: its fields are leaves, its class is kept)
     if all(type(v) in _PY_SCALARS or isinstance(v, np.generic) for v in x):
-        return True
-    # nested: rectangular only (ragged nesting stays a pytree of numbers)
-    return all(_is_array_list(v) for v in x) and len({np.shape(v) for v in x}) == 1
+        types = {type(v) if type(v) in _PY_SCALARS else v.dtype for v in x}
+    else:  # nested: rectangular only (ragged nesting stays a pytree of numbers)
+        types = {_number_type(v) for v in x}
+        if None in types or len({np.shape(v) for v in x}) != 1:
+            return None
+    return types.pop() if len(types) == 1 else None
 
 
 def _promotes(src: BufferSpec, dst: BufferSpec) -> bool:
