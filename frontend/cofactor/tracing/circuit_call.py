@@ -119,6 +119,7 @@ def call_qnode(qnode: Any, args: tuple, kwargs: dict) -> Any:
     if entry is None:
         entry = emit_for_mcm_method(_emit_qnode_function, qnode, tree, leaves, specs, cells)
         ctx.functions[key] = entry
+        ctx.key_owners.append(qnode)  # (its id stays its own while the trace lasts)
     name, out_tree, out_leaves = entry
     info = ctx.qnode_info[name]
     if differentiated:
