@@ -119,7 +119,9 @@ def call_qnode(qnode: Any, args: tuple, kwargs: dict) -> Any:
     if entry is None:
         entry = emit_for_mcm_method(_emit_qnode_function, qnode, tree, leaves, specs, cells)
         ctx.functions[key] = entry
-        ctx.key_owners.append(qnode)  # (its id stays its own while the trace lasts)
+        # (ids in the key stay theirs while the trace lasts: the QNode's, an unhashable
+        # static argument's)
+        ctx.key_owners += [qnode, *(x for x in leaves if not _is_dynamic(x))]
     name, out_tree, out_leaves = entry
     info = ctx.qnode_info[name]
     if differentiated:

@@ -70,9 +70,9 @@ class TraceContext:
         self.seed = seed
         self.builder = IRBuilder()
         self.functions: dict[Any, str] = {}  # cache key -> emitted func name
-        # objects whose id() is part of a key in `functions` (QNodes): held for the whole
-        # trace, since a freed object's id is soon another's (a QNode made in a Python loop
-        # would reuse the first one's circuit)
+        # objects whose id() is part of a key in `functions` (QNodes, unhashable static
+        # arguments of theirs): held for the whole trace, since a freed object's id is soon
+        # another's (a QNode made in a Python loop would reuse the first one's circuit)
         self.key_owners: list[Any] = []
         self.quantum: QuantumScope | None = None
         self._names: set[str] = {name}
