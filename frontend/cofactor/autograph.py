@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 from pennylane.exceptions import AutoGraphError as _PennyLaneAutoGraphError
 
+from cofactor.api_extensions.autograph_controls import autograph_disabled, disable_autograph
 from cofactor.errors import CompileError
 
 
@@ -47,7 +48,7 @@ class AutoGraphError(CompileError, _PennyLaneAutoGraphError):
     """A program autograph cannot convert (Catalyst's and PennyLane's AutoGraphError)."""
 
 
-__all__ = ["AutoGraphError", "run_autograph"]
+__all__ = ["AutoGraphError", "disable_autograph", "run_autograph"]
 
 
 def _is_traced(x: Any) -> bool:
@@ -152,6 +153,8 @@ def _convert(target: Callable) -> Callable | None:
 def converted_call(fn: Callable, args: tuple, kwargs: dict | None, *_: Any, **__: Any) -> Any:
     """A call made by a converted function: `fn` converted first when it is user code."""
     kwargs = kwargs or {}
+    if autograph_disabled():  # inside disable_autograph: called as written
+        return fn(*args, **kwargs)
     if fn is builtins.range:
         return _range(*args)
     if isinstance(fn, functools.partial):
