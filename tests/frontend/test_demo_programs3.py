@@ -162,3 +162,216 @@ def test_calls_under_disable_autograph_are_not_converted(which):
         f(1.0)
     # and outside the block conversion goes on
     assert cofactor.qjit(autograph=True)(lambda x: _cubic_or_square(x))(6.0) == 36.0
+
+
+# --- refusals that name the operation ---------------------------------------------------------
+_BLOCK = np.array([[0.1, 0.2], [0.3, 0.4]])
+
+
+def _qsvt_phases(x):
+    return [qml.PCPhase(p, dim=2, wires=[0, 1]) for p in (x, 0.5, 0.1)]
+
+
+def test_block_encode_of_a_traced_matrix_is_refused_by_name_and_its_advice_works():
+    # was a "concrete bool" error from inside scipy's norm, naming neither BlockEncode nor a fix
+    def traced(a):
+        qml.BlockEncode(a, wires=[0, 1])
+        return qml.state()
+
+    with pytest.raises(CompileError, match=r"qml.BlockEncode of a traced matrix.*QubitUnitary"):
+        cofactor.qjit(qml.QNode(traced, _lightning(2)))(_BLOCK)
+
+    def with_unitary(u, x):  # the advice: the unitary computed outside qjit
+        qml.QSVT(qml.QubitUnitary(u, wires=[0, 1]), _qsvt_phases(x))
+        return qml.state()
+
+    def with_block_encode(x):
+        qml.QSVT(qml.BlockEncode(_BLOCK, wires=[0, 1]), _qsvt_phases(x))
+        return qml.state()
+
+    u = qml.matrix(qml.BlockEncode(_BLOCK, wires=[0, 1]))
+    got = cofactor.qjit(qml.QNode(with_unitary, _lightning(2)))(u, 0.3)
+    np.testing.assert_allclose(got, qml.QNode(with_block_encode, _default(2))(0.3), atol=1e-10)
+
+
+def _layered(params):
+    for i in range(3):
+        qml.RY(np.pi / 4, wires=i)
+    for layer in range(2):
+        for i in range(3):
+            qml.RX(params[layer, i], wires=i)
+        for i in range(2):
+            qml.CZ(wires=[i, i + 1])
+    return qml.expval(qml.Z(0) @ qml.Z(1))
+
+
+_LAYER_PARAMS = np.linspace(0.2, 1.4, 6).reshape(2, 3)
+
+
+def test_adjoint_metric_tensor_is_refused_by_name_and_the_full_metric_tensor_matches_it():
+    # was "post-processing ... failed on traced results: 'Scalar' object has no attribute 'shots'"
+    with pytest.raises(CompileError, match=r"adjoint_metric_tensor simulates.*metric_tensor"):
+        cofactor.qjit(qml.adjoint_metric_tensor(qml.QNode(_layered, _lightning(3))))(_LAYER_PARAMS)
+    got = cofactor.qjit(qml.metric_tensor(qml.QNode(_layered, _lightning(4)), approx=None))(
+        _LAYER_PARAMS
+    )
+    expected = qml.adjoint_metric_tensor(qml.QNode(_layered, _default(3)))(
+        qml.numpy.array(_LAYER_PARAMS)
+    )
+    np.testing.assert_allclose(got, expected, atol=1e-10)
+
+
+# --- template and algorithm demos: compiled vs default.qubit -----------------------------------
+def _uniform(wires):
+    return qml.prod(*[qml.Hadamard(w) for w in wires])
+
+
+def _amplitude_amplification(x):
+    qml.apply(_uniform(range(3)))
+    qml.AmplitudeAmplification(_uniform(range(3)), qml.FlipSign([1, 0, 1], wires=range(3)), iters=2)
+    qml.RY(x, 0)
+    return qml.probs(wires=range(3))
+
+
+def _fixed_point_amplification(x):
+    qml.apply(_uniform(range(3)))
+    qml.RZ(x, 1)
+    qml.AmplitudeAmplification(
+        _uniform(range(3)),
+        qml.FlipSign([1, 1, 0], wires=range(3)),
+        iters=3,
+        fixed_point=True,
+        work_wire=3,
+    )
+    return qml.probs(wires=range(3))
+
+
+def _grover(x):
+    for w in range(3):
+        qml.Hadamard(w)
+    for _ in range(2):
+        qml.FlipSign([1, 1, 1], wires=range(3))
+        qml.GroverOperator(wires=range(3))
+    qml.RX(x, 0)
+    return qml.probs(wires=range(3))
+
+
+_LCU = qml.dot([0.3, 0.5, 0.2], [qml.X(2) @ qml.Z(3), qml.Z(2), qml.Y(3)])
+
+
+def _prep_sel_prep(x):
+    qml.RY(x, 2)
+    qml.RX(x, 3)
+    qml.PrepSelPrep(_LCU, control=[0, 1])
+    return qml.state()
+
+
+def _qubitization(x):
+    qml.RY(x, 2)
+    qml.Qubitization(_LCU, control=[0, 1])
+    return qml.expval(qml.Z(2) @ qml.Z(3))
+
+
+def _select(x):
+    qml.Hadamard(0)
+    qml.Hadamard(1)
+    qml.Select([qml.RX(x, 2), qml.RY(2 * x, 2), qml.CNOT([2, 3]), qml.Z(3)], control=[0, 1])
+    return qml.probs(wires=range(4))
+
+
+def _trotter(t):
+    h = qml.dot([1.0, 0.5, -0.3], [qml.X(0) @ qml.X(1), qml.Z(0), qml.Y(1)])
+    qml.TrotterProduct(h, time=t, n=3, order=2)
+    qml.ApproxTimeEvolution(qml.Hamiltonian([1.0, 0.5], [qml.X(0) @ qml.X(1), qml.Z(1)]), t, 2)
+    return qml.expval(qml.Z(0)), qml.expval(qml.Y(1))
+
+
+def _qsvt_polynomial(x):
+    qml.RY(x, 0)
+    qml.qsvt(_BLOCK, [0, 0.2, 0, 0.3], encoding_wires=[0, 1], block_encoding="embedding")
+    return qml.state()
+
+
+def _state_preparations(v):
+    qml.StatePrep(v[:4], wires=[0, 1], normalize=True)
+    qml.AmplitudeEmbedding(v, wires=[2, 3, 4], pad_with=0.0, normalize=True)
+    return qml.state()
+
+
+_MPS = [
+    np.array([[0.53896774, 0.84233653], [-0.84233653, 0.53896774]]),
+    np.array([[[-0.70710678, 0.0], [0.0, -0.70710678]], [[0.0, 0.70710678], [0.70710678, 0.0]]]),
+    np.array([[-1.0, 0.0], [0.0, 1.0]]),
+]
+
+
+def _mps_prep(x):
+    qml.MPSPrep(_MPS, wires=[0, 1, 2], work_wires=[3, 4])
+    qml.RY(x, 0)
+    return qml.probs(wires=[0, 1, 2])
+
+
+_ROTATION = qml.math.expm(1j * np.array([[0.2, 0.1 + 0.3j], [0.1 - 0.3j, -0.4]]))
+
+
+def _basis_rotation(x):
+    qml.X(0)
+    qml.RY(x, 1)
+    qml.BasisRotation(wires=[0, 1], unitary_matrix=_ROTATION)
+    return qml.expval(qml.Z(0)), qml.expval(qml.Z(1))
+
+
+def _phase_estimation(x):
+    qml.X(3)
+    qml.QuantumPhaseEstimation(qml.RZ(x, wires=3), estimation_wires=range(3))
+    qml.BasisEmbedding(5, wires=range(3))
+    qml.QFT(wires=range(3))
+    qml.RZ(x, 0)
+    qml.adjoint(qml.QFT)(wires=range(3))
+    return qml.probs(wires=range(3))
+
+
+def _monte_carlo(x):
+    values = np.sin(np.arange(4)) ** 2
+    qml.QuantumMonteCarlo(
+        np.array([0.1, 0.2, 0.3, 0.4]),
+        lambda i: values[i],
+        target_wires=range(3),
+        estimation_wires=range(3, 6),
+    )
+    qml.RZ(x, 0)
+    return qml.probs(wires=range(3, 6))
+
+
+def _embeddings(x, w):
+    qml.IQPEmbedding(x, wires=range(3), n_repeats=2)
+    qml.QAOAEmbedding(features=x[:2], weights=w, wires=range(2))
+    qml.RandomLayers(w[:, :2], wires=range(3), seed=42)
+    qml.StronglyEntanglingLayers(
+        np.arange(18.0).reshape(2, 3, 3) * x[0], wires=range(3), ranges=[1, 2], imprimitive=qml.CZ
+    )
+    return qml.probs(wires=range(3))
+
+
+@pytest.mark.parametrize(
+    "body, args, wires",
+    [
+        (_amplitude_amplification, (0.2,), 3),
+        (_fixed_point_amplification, (0.2,), 4),
+        (_grover, (0.3,), 3),
+        (_prep_sel_prep, (0.4,), 4),
+        (_qubitization, (0.4,), 4),
+        (_select, (0.7,), 4),
+        (_trotter, (0.7,), 2),
+        (_qsvt_polynomial, (0.2,), 2),
+        (_state_preparations, (np.array([1.0, 2.0, 0.5, 0.3, 0.1]),), 5),
+        (_mps_prep, (0.3,), 5),
+        (_basis_rotation, (0.3,), 2),
+        (_phase_estimation, (1.3,), 4),
+        (_monte_carlo, (0.2,), 6),
+        (_embeddings, (np.array([0.1, 0.5, -0.3]), np.linspace(0, 1, 6).reshape(2, 3)), 3),
+    ],
+    ids=lambda v: getattr(v, "__name__", "").lstrip("_") or None,
+)
+def test_template_programs_match_default_qubit(body, args, wires):
+    _assert_matches_default_qubit(body, args, wires)
