@@ -375,3 +375,199 @@ def _embeddings(x, w):
 )
 def test_template_programs_match_default_qubit(body, args, wires):
     _assert_matches_default_qubit(body, args, wires)
+
+
+# --- variational demos: optimisation loops, gradients, kernels, chemistry ----------------------
+def _maxcut():
+    import networkx as nx
+
+    return qml.qaoa.maxcut(nx.Graph([(0, 1), (1, 2), (2, 0), (2, 3)]))
+
+
+def test_qaoa_maxcut_gradient_descent_loop_matches_pennylane():
+    cost_h, mixer_h = _maxcut()
+
+    def qaoa(params):
+        for w in range(4):
+            qml.Hadamard(w)
+        for i in range(2):
+            qml.qaoa.cost_layer(params[0, i], cost_h)
+            qml.qaoa.mixer_layer(params[1, i], mixer_h)
+        return qml.expval(cost_h)
+
+    compiled_qnode = qml.QNode(qaoa, _lightning(4))
+
+    @cofactor.qjit
+    def optimise(params):
+        first_grad = cofactor.grad(compiled_qnode)(params)
+
+        @cofactor.for_loop(0, 10, 1)
+        def step(i, p):
+            return p - 0.1 * cofactor.grad(compiled_qnode)(p)
+
+        return first_grad, compiled_qnode(step(params))
+
+    reference = qml.QNode(qaoa, _default(4))
+    params = qml.numpy.array([[0.5, 0.3], [0.2, 0.7]])
+    expected_grad = qml.grad(reference)(params)
+    p = params
+    for _ in range(10):
+        p = p - 0.1 * qml.grad(reference)(p)
+    got_grad, got_cost = optimise(np.asarray(params))
+    np.testing.assert_allclose(got_grad, expected_grad, atol=1e-8)
+    np.testing.assert_allclose(got_cost, reference(p), atol=1e-8)
+
+
+def _reuploading(params, x):
+    for layer in range(3):
+        qml.Rot(*(params[layer] * np.concatenate([x, [0.0]])), wires=0)
+    return qml.expval(qml.Z(0))
+
+
+def test_data_reuploading_and_barren_plateau_gradients_match_autograd():
+    params = np.linspace(0.1, 0.9, 9).reshape(3, 3)
+    x = np.array([0.3, -0.7])
+
+    @cofactor.qjit
+    def grads(params, x, layer_params):
+        return (
+            cofactor.grad(qml.QNode(_reuploading, _lightning(1)), argnums=0)(params, x),
+            cofactor.grad(qml.QNode(_layered, _lightning(3)))(layer_params),
+        )
+
+    got = grads(params, x, _LAYER_PARAMS)
+    expected_reupload = qml.grad(qml.QNode(_reuploading, _default(1)), argnums=0)(
+        qml.numpy.array(params), qml.numpy.array(x, requires_grad=False)
+    )
+    expected_layers = qml.grad(qml.QNode(_layered, _default(3)))(qml.numpy.array(_LAYER_PARAMS))
+    np.testing.assert_allclose(got[0], expected_reupload, atol=1e-8)
+    np.testing.assert_allclose(got[1], expected_layers, atol=1e-8)
+
+
+def _kernel_circuit(x1, x2):
+    qml.AngleEmbedding(x1, wires=range(2))
+    qml.adjoint(qml.AngleEmbedding)(x2, wires=range(2))
+    return qml.probs(wires=range(2))
+
+
+_KERNEL_X = np.array([[0.1, 0.2], [0.5, -0.3], [1.0, 0.4]])
+_KERNEL_Y = np.array([1.0, -1.0, 1.0])
+
+
+def _kernel_quantities(qnode, x):
+    def kernel(a, b):
+        return qnode(a, b)[0]
+
+    return (
+        qml.kernels.square_kernel_matrix(x, kernel, assume_normalized_kernel=True),
+        qml.kernels.kernel_matrix(x, x[:2], kernel),
+        # the labels are program constants: `y == 1` in PennyLane's polarity needs their values
+        qml.kernels.target_alignment(x, _KERNEL_Y, kernel, assume_normalized_kernel=True),
+    )
+
+
+def test_quantum_kernel_matrices_and_target_alignment_match_pennylane():
+    compiled = cofactor.qjit(
+        lambda x: _kernel_quantities(qml.QNode(_kernel_circuit, _lightning(2)), x)
+    )
+    got = compiled(_KERNEL_X)
+    expected = _kernel_quantities(qml.QNode(_kernel_circuit, _default(2)), _KERNEL_X)
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e, atol=1e-10)
+
+
+@pytest.fixture(scope="module")
+def h2_molecule():
+    coordinates = np.array([0.0, 0.0, -0.6614, 0.0, 0.0, 0.6614])
+    hamiltonian, qubits = qml.qchem.molecular_hamiltonian(["H", "H"], coordinates)
+    singles, doubles = qml.qchem.excitations(2, qubits)
+    return hamiltonian, qubits, qml.qchem.hf_state(2, qubits), singles, doubles
+
+
+def test_vqe_h2_built_by_qchem_outside_qjit_matches_pennylane(h2_molecule):
+    hamiltonian, qubits, hf, singles, doubles = h2_molecule
+    s_wires, d_wires = qml.qchem.excitations_to_wires(singles, doubles)
+    spin2, number = qml.qchem.spin2(2, qubits), qml.qchem.particle_number(qubits)
+
+    def double_excitation(theta):
+        qml.BasisState(hf, wires=range(qubits))
+        qml.DoubleExcitation(theta, wires=doubles[0])
+        return qml.expval(hamiltonian)
+
+    def uccsd(w):
+        qml.UCCSD(w, wires=range(qubits), s_wires=s_wires, d_wires=d_wires, init_state=hf)
+        return qml.expval(hamiltonian), qml.expval(spin2), qml.expval(number)
+
+    compiled = qml.QNode(double_excitation, _lightning(qubits))
+
+    @cofactor.qjit
+    def vqe(theta, w):
+        @cofactor.while_loop(lambda t, i: i < 20)
+        def descend(t, i):
+            return t - 0.4 * cofactor.grad(compiled)(t), i + 1
+
+        theta, _ = descend(theta, 0)
+        return compiled(theta), theta, qml.QNode(uccsd, _lightning(qubits))(w)
+
+    reference = qml.QNode(double_excitation, _default(qubits))
+    t = qml.numpy.array(0.0)
+    for _ in range(20):
+        t = t - 0.4 * qml.grad(reference)(t)
+    w = np.array([0.1, -0.05, 0.2])
+    energy, theta, uccsd_values = vqe(0.0, w)
+    np.testing.assert_allclose([energy, theta], [reference(t), t], atol=1e-8)
+    np.testing.assert_allclose(uccsd_values, qml.QNode(uccsd, _default(qubits))(w), atol=1e-10)
+
+
+# --- Catalyst's documented API -----------------------------------------------------------------
+def test_catalyst_api_programs():
+    @qml.qnode(_lightning(2))
+    def layered(x, layers):
+        for _ in range(layers):
+            qml.RX(x, 0)
+            qml.CNOT([0, 1])
+        return qml.expval(qml.Z(1))
+
+    @qml.qnode(_lightning(1))
+    def branches(x):
+        @cofactor.cond(x > 1.0)
+        def rotate():
+            qml.RX(x, 0)
+
+        @rotate.else_if(x > 0.5)
+        def rotate():
+            qml.RY(x, 0)
+
+        @rotate.otherwise
+        def rotate():
+            qml.RZ(x, 0)
+
+        rotate()
+        return qml.expval(qml.Z(0))
+
+    @qml.qnode(_lightning(1))
+    def two_angles(x, y):
+        qml.RX(x, 0)
+        qml.RY(y, 0)
+        return qml.expval(qml.Z(0))
+
+    @cofactor.pure_callback
+    def host_sinh(x) -> float:
+        return float(np.sinh(x))
+
+    @cofactor.qjit
+    def program(x, xs):
+        return (
+            cofactor.vmap(two_angles, in_axes=(0, None))(xs, 0.5),
+            host_sinh(x) * 2,
+            branches(x),
+        )
+
+    static = cofactor.qjit(layered, static_argnames="layers")
+    assert static(0.3, 3) == pytest.approx(qml.QNode(layered.func, _default(2))(0.3, 3), abs=1e-10)
+    xs = np.array([0.1, 0.2, 0.3])
+    for x, rotated in ((1.2, np.cos(1.2)), (0.7, np.cos(0.7)), (0.2, 1.0)):
+        batch, host, branch = program(x, xs)
+        np.testing.assert_allclose(batch, np.cos(xs) * np.cos(0.5), atol=1e-12)
+        assert host == pytest.approx(2 * np.sinh(x))
+        assert branch == pytest.approx(rotated, abs=1e-12)
