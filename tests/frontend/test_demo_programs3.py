@@ -571,3 +571,51 @@ def test_catalyst_api_programs():
         np.testing.assert_allclose(batch, np.cos(xs) * np.cos(0.5), atol=1e-12)
         assert host == pytest.approx(2 * np.sinh(x))
         assert branch == pytest.approx(rotated, abs=1e-12)
+
+
+# --- numpy.linalg pinv / eigvalsh / eigh of traced real matrices (host callbacks) ---------------
+def _symmetric(p, xp=np):
+    rows = [[p[0], p[1], p[2]], [p[1], p[3], p[4]], [p[2], p[4], p[5]]]
+    return xp.stack([xp.stack(r) for r in rows])
+
+
+_EIGEN_WEIGHTS = np.array([1.0, 2.0, -0.5])
+
+
+def test_pinv_eigvalsh_eigh_values_and_gradients_match_numpy_and_autograd():
+    # were refused ("not supported on traced values"); numpy runs them in the host
+    from pennylane import numpy as pnp
+
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(3, 2))
+    weights = rng.normal(size=(2, 3))
+    p = rng.normal(size=6)
+
+    def pinv_cost(a, xp=np):
+        return xp.sum(weights * xp.linalg.pinv(a) ** 2)
+
+    def spectrum_cost(p):
+        s = _symmetric(p)
+        w, v = np.linalg.eigh(s)
+        return np.sum(np.linalg.eigvalsh(s) * _EIGEN_WEIGHTS) + np.sum(w**2) + np.sum(v[:, 0] ** 4)
+
+    def spectrum_cost_autograd(p):  # (autograd has no eigvalsh derivative: eigh's values)
+        w, v = pnp.linalg.eigh(_symmetric(p, pnp))
+        return pnp.sum(w * _EIGEN_WEIGHTS) + pnp.sum(w**2) + pnp.sum(v[:, 0] ** 4)
+
+    @cofactor.qjit
+    def program(a, p):
+        return (
+            np.linalg.pinv(a),
+            np.linalg.eigh(_symmetric(p))[0],
+            cofactor.grad(pinv_cost)(a),
+            cofactor.grad(spectrum_cost)(p),
+        )
+
+    pinv, eigenvalues, pinv_grad, spectrum_grad = program(a, p)
+    np.testing.assert_allclose(pinv, np.linalg.pinv(a), atol=1e-12)
+    np.testing.assert_allclose(eigenvalues, np.linalg.eigvalsh(_symmetric(p)), atol=1e-12)
+    expected_pinv_grad = qml.grad(lambda a: pinv_cost(a, pnp))(pnp.array(a))
+    np.testing.assert_allclose(pinv_grad, expected_pinv_grad, atol=1e-9)
+    expected_spectrum_grad = qml.grad(spectrum_cost_autograd)(pnp.array(p))
+    np.testing.assert_allclose(spectrum_grad, expected_spectrum_grad, atol=1e-8)

@@ -1,5 +1,6 @@
-"""`numpy.linalg.solve` and `inv` of traced real matrices, run by numpy (LAPACK) in the
-host process through a pure callback whose custom VJP gives Enzyme their derivatives.
+"""`numpy.linalg.solve`, `inv`, `pinv`, `eigh` and `eigvalsh` of traced real matrices, run by
+numpy (LAPACK) in the host process through a pure callback whose custom VJP gives Enzyme
+their derivatives.
 
 The decompositions these need pivot on run-time values, which the compiled code does not
 do (tracing/linalg.py); the quantum natural gradient step `p - eta * solve(g, grad)` of a
@@ -21,7 +22,7 @@ from cofactor.tracing.numpy_rules import FUNCTION_RULES, REFUSED_FUNCTIONS, as_t
 from cofactor.tracing.tracer import COMPLEX, FLOAT, Tracer
 
 
-def _real_matrices(name: str, *arrays: Any) -> list[Tracer]:
+def _real_matrices(name: str, *arrays: Any, square: bool = True) -> list[Tracer]:
     out = [as_tracer(a) for a in arrays]
     if any(t.dtype == COMPLEX for t in out):
         raise CompileError(
@@ -29,10 +30,10 @@ def _real_matrices(name: str, *arrays: Any) -> list[Tracer]:
             "(real matrices are); compute it before qjit or inside cofactor.pure_callback"
         )
     a = out[0]
-    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+    if a.ndim != 2 or (square and a.shape[0] != a.shape[1]):
         raise CompileError(
-            f"numpy.linalg.{name}: expected one square matrix, got an array of shape {a.shape} "
-            "(stacks of matrices are not supported on traced values)"
+            f"numpy.linalg.{name}: expected one {'square ' if square else ''}matrix, got an "
+            f"array of shape {a.shape} (stacks of matrices are not supported on traced values)"
         )
     return [cast_tracer(t, FLOAT) for t in out]
 
@@ -82,6 +83,100 @@ def _inv(a: Any) -> Tracer:
     return _host_call(inv, inv_vjp, a.shape, [a])
 
 
-FUNCTION_RULES.update({np.linalg.solve: _solve, np.linalg.inv: _inv})
-for _ruled in (np.linalg.solve, np.linalg.inv):
+def _pinv(a: Any, *args: Any, **kwargs: Any) -> Tracer:
+    if args or kwargs:
+        raise CompileError(
+            "numpy.linalg.pinv of a traced matrix: rcond/rtol/hermitian are not supported by "
+            "cofactor (the default cut-off is); call it as np.linalg.pinv(a)"
+        )
+    [a] = _real_matrices("pinv", a, square=False)
+
+    def pinv(a_value: np.ndarray) -> np.ndarray:
+        return np.linalg.pinv(a_value)
+
+    def pinv_vjp(inputs: tuple, cotangent: np.ndarray) -> tuple:
+        # the derivative of X = A+ where the rank does not change (Golub & Pereyra):
+        # dX = -X dA X + X X^T dA^T (I - A X) + (I - X A) dA^T X^T X, transposed term by term
+        a_value = inputs[0]
+        x = np.linalg.pinv(a_value)
+        g = cotangent
+        left = np.eye(a_value.shape[0]) - a_value @ x
+        right = np.eye(a_value.shape[1]) - x @ a_value
+        return (-x.T @ g @ x.T + left @ g.T @ x @ x.T + x.T @ x @ g.T @ right,)
+
+    pinv.__name__ = "numpy.linalg.pinv"
+    return _host_call(pinv, pinv_vjp, a.shape[::-1], [a])
+
+
+def _symmetric_vjp(w: np.ndarray, v: np.ndarray, gw: np.ndarray, gv: np.ndarray | None) -> Any:
+    """The cotangent of a symmetric matrix from those of its eigenvalues w and eigenvectors v
+    (distinct eigenvalues); symmetric, as autograd's and JAX's (which read a symmetric input)."""
+    inner = np.diag(gw)
+    if gv is not None:
+        gap = w[np.newaxis, :] - w[:, np.newaxis]
+        np.fill_diagonal(gap, np.inf)
+        inner = inner + (v.T @ gv) / gap
+    grad = v @ inner @ v.T
+    return (grad + grad.T) / 2
+
+
+def _uplo(name: str, kwargs: dict) -> None:
+    if kwargs.get("UPLO", "L") != "L" or len(kwargs) > ("UPLO" in kwargs):
+        raise CompileError(
+            f"numpy.linalg.{name} of a traced matrix: only the default UPLO='L' is supported "
+            "by cofactor"
+        )
+
+
+def _eigvalsh(a: Any, **kwargs: Any) -> Tracer:
+    _uplo("eigvalsh", kwargs)
+    [a] = _real_matrices("eigvalsh", a)
+
+    def eigvalsh(a_value: np.ndarray) -> np.ndarray:
+        return np.linalg.eigvalsh(a_value)
+
+    def eigvalsh_vjp(inputs: tuple, cotangent: np.ndarray) -> tuple:
+        w, v = np.linalg.eigh(inputs[0])
+        return (_symmetric_vjp(w, v, cotangent, None),)
+
+    eigvalsh.__name__ = "numpy.linalg.eigvalsh"
+    return _host_call(eigvalsh, eigvalsh_vjp, a.shape[:1], [a])
+
+
+def _eigh(a: Any, **kwargs: Any) -> Any:
+    from cofactor.api_extensions.callbacks import PureCallback
+
+    _uplo("eigh", kwargs)
+    [a] = _real_matrices("eigh", a)
+
+    def eigh(a_value: np.ndarray) -> tuple:
+        w, v = np.linalg.eigh(a_value)
+        return w, v
+
+    def eigh_vjp(inputs: tuple, cotangents: tuple) -> tuple:
+        w, v = np.linalg.eigh(inputs[0])
+        gw, gv = cotangents
+        return (_symmetric_vjp(w, v, np.asarray(gw), np.asarray(gv)),)
+
+    eigh.__name__ = "numpy.linalg.eigh"
+    n = a.shape[0]
+    callback = PureCallback(eigh, (np.zeros(n), np.zeros((n, n))))
+    callback.fwd(lambda *ins: (eigh(*ins), ins))
+    callback.bwd(eigh_vjp)
+    # a plain (w, v) tuple: `w, v = eigh(a)` as with numpy's namedtuple (whose field names,
+    # `.eigenvalues`, a compiled function's results could not carry)
+    w, v = callback(a)
+    return w, v
+
+
+FUNCTION_RULES.update(
+    {
+        np.linalg.solve: _solve,
+        np.linalg.inv: _inv,
+        np.linalg.pinv: _pinv,
+        np.linalg.eigvalsh: _eigvalsh,
+        np.linalg.eigh: _eigh,
+    }
+)
+for _ruled in (np.linalg.solve, np.linalg.inv, np.linalg.pinv, np.linalg.eigvalsh, np.linalg.eigh):
     REFUSED_FUNCTIONS.pop(_ruled, None)
