@@ -43,6 +43,7 @@ from cofactor.jit import QJIT, ShapeDtype, qjit  # noqa: E402
 for _module in (
     "api_extensions.operator_refusals",
     "api_extensions.optimizers",
+    "api_extensions.phase_estimation",
     "cache",
     "compiler",
     "distributed",

@@ -619,3 +619,27 @@ def test_pinv_eigvalsh_eigh_values_and_gradients_match_numpy_and_autograd():
     np.testing.assert_allclose(pinv_grad, expected_pinv_grad, atol=1e-9)
     expected_spectrum_grad = qml.grad(spectrum_cost_autograd)(pnp.array(p))
     np.testing.assert_allclose(spectrum_grad, expected_spectrum_grad, atol=1e-8)
+
+
+# --- qml.iterative_qpe ---------------------------------------------------------------------------
+def _iterative_phase_estimation(x):
+    qml.X(0)
+    bits = qml.iterative_qpe(qml.RZ(x, wires=[0]), aux_wire=1, iters=3)
+    return qml.probs(op=bits), qml.expval(bits[0])
+
+
+def test_iterative_qpe_estimates_the_phase_as_pennylane():
+    # was "cannot trace a value of type RZ" (PennyLane's for_loop carries the operator)
+    theta = 5 * np.pi / 2  # RZ|1> = exp(i theta/2)|1>: phase 5/8 = 0b101, exact in 3 bits
+    got = cofactor.qjit(qml.QNode(_iterative_phase_estimation, _lightning(2)))(theta)
+    expected = qml.QNode(_iterative_phase_estimation, _default(5))(theta)
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e, atol=1e-10)
+    one_shot = qml.set_shots(
+        qml.QNode(_iterative_phase_estimation, _lightning(2), mcm_method="one-shot"), shots=50
+    )
+    probs, first_bit = cofactor.qjit(one_shot, seed=3)(theta)
+    np.testing.assert_allclose(probs, np.eye(8)[5])
+    assert first_bit == 1.0
+    # outside a trace qml.iterative_qpe is PennyLane's own
+    assert qml.iterative_qpe.__module__ == "pennylane.ops.functions.iterative_qpe"

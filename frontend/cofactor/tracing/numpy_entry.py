@@ -124,7 +124,7 @@ def capture_numpy_constructors() -> Iterator[None]:
     and PennyLane's `like="jax"` arrays are numpy's."""
     import autoray.autoray
 
-    from cofactor.api_extensions import operator_refusals, optimizers
+    from cofactor.api_extensions import operator_refusals, optimizers, phase_estimation
     from cofactor.tracing.host_arrays import CONSTRUCTORS, make_constructor
 
     replaced = [
@@ -139,6 +139,8 @@ def capture_numpy_constructors() -> Iterator[None]:
         # opt.step(cost, traced_params) would silently not move: refused by name
         *optimizers.intercepted(),
         *operator_refusals.intercepted(),
+        # PennyLane's qml.for_loop version carries an operator: unrolled while tracing
+        *phase_estimation.intercepted(),
     ]
     with context.intercepts(replaced):
         yield
