@@ -643,3 +643,44 @@ def test_iterative_qpe_estimates_the_phase_as_pennylane():
     assert first_bit == 1.0
     # outside a trace qml.iterative_qpe is PennyLane's own
     assert qml.iterative_qpe.__module__ == "pennylane.ops.functions.iterative_qpe"
+
+
+# --- qjit(autograph_include=...) ------------------------------------------------------------------
+_LIBRARY_SOURCE = """
+def cube_or_square(x):
+    if x > 5:
+        return x ** 2
+    return x ** 3
+"""
+
+
+@pytest.fixture
+def library_function(tmp_path, monkeypatch):
+    """A function of a module autograph leaves alone (it poses as part of PennyLane)."""
+    import importlib.util
+    import sys
+
+    name = "pennylane.cofactor_autograph_include_test"
+    path = tmp_path / "cofactor_autograph_include_test.py"
+    path.write_text(_LIBRARY_SOURCE)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setitem(sys.modules, name, module)
+    return module.cube_or_square
+
+
+def test_autograph_include_converts_the_named_library_module(library_function):
+    # was NotImplementedError("qjit(autograph_include=...) is not supported by cofactor")
+    def program(x):
+        return library_function(x) + 1.0
+
+    with pytest.raises(CompileError, match="concrete bool"):  # a library: not converted
+        cofactor.qjit(program, autograph=True)(2.0)
+    included = cofactor.qjit(
+        program, autograph=True, autograph_include=["pennylane.cofactor_autograph_include_test"]
+    )
+    assert included(2.0) == pytest.approx(9.0)
+    assert included(6.0) == pytest.approx(37.0)
+    with pytest.raises(CompileError, match="concrete bool"):  # only while `included` runs
+        cofactor.qjit(program, autograph=True)(3.0)
