@@ -94,23 +94,74 @@ def test_mitigate_with_zne_refusals_name_the_problem():
     circuit = qml.QNode(_zne_circuit, _lightning(2))
     with pytest.raises(ValueError, match=r"found 2 in scale_factors.*odd positive integers"):
         cofactor.mitigate_with_zne(circuit, scale_factors=[1, 2])
-    with pytest.raises(ValueError, match=r"folding='local-random' is not supported"):
+    with pytest.raises(TypeError, match=r"found 1.0 in scale_factors.*odd positive integers"):
+        cofactor.mitigate_with_zne(circuit, scale_factors=[1.0, 3.0])
+    with pytest.raises(NotImplementedError, match=r"folding='local-random' is not supported"):
         cofactor.mitigate_with_zne(circuit, scale_factors=[1, 3], folding="local-random")
+    with pytest.raises(ValueError, match=r"Folding type must be one of"):
+        cofactor.mitigate_with_zne(circuit, scale_factors=[1, 3], folding="bad")
     with pytest.raises(CompileError, match=r"scale_factors are traced.*static"):
         cofactor.qjit(lambda x, s: cofactor.mitigate_with_zne(circuit, scale_factors=s)(x))(
             0.3, np.array([1, 3])
         )
 
-    def looped(x):
-        cofactor.for_loop(0, 2, 1)(lambda i: qml.RX(x, 0))()
-        return qml.expval(qml.Z(0))
+    def probabilities(x):
+        qml.RX(x, 0)
+        return qml.probs(wires=0)
 
-    with pytest.raises(CompileError, match=r"mitigate_with_zne_global_folding.*for_loop"):
+    with pytest.raises(TypeError, match=r"Only expectations values and classical scalar"):
         cofactor.qjit(
             lambda x: cofactor.mitigate_with_zne(
-                qml.QNode(looped, _lightning(1)), scale_factors=[1, 3]
+                qml.QNode(probabilities, _lightning(1)), scale_factors=[1, 3]
             )(x)
         )(0.3)
+
+    with pytest.raises(CompileError, match=r"mitigate_with_zne_local_folding.*for_loop"):
+        cofactor.qjit(
+            lambda x: cofactor.mitigate_with_zne(
+                qml.QNode(_zne_looped, _lightning(2)), scale_factors=[1, 3], folding="local-all"
+            )(x, 2)
+        )(0.3)
+
+
+def _zne_looped(x, n):
+    @cofactor.for_loop(0, n, 1)
+    def rotate_first(i):
+        qml.RX(x, 0)
+
+    @cofactor.for_loop(0, n, 1)
+    def rotate_second(i):
+        qml.RY(x, 1)
+
+    rotate_first()
+    qml.Hadamard(0)
+    qml.CNOT([1, 0])
+    rotate_second()
+    return qml.expval(qml.Y(0) @ qml.Z(1))
+
+
+def test_mitigate_with_zne_global_folding_of_control_flow_and_of_a_function_of_qnodes():
+    # Catalyst's doc example: a circuit with for_loops (the global fold is built from the
+    # quantum function, U^dagger with cofactor.adjoint); and a function calling QNodes, each
+    # call mitigated
+    looped = qml.QNode(_zne_looped, _lightning(2))
+    simple = qml.QNode(_zne_circuit, _lightning(2))
+
+    def program(x, n):
+        return looped(x, n) + 2 * simple(x)
+
+    @cofactor.qjit
+    def mitigated(x, n):
+        return (
+            cofactor.mitigate_with_zne(looped, scale_factors=[1, 3, 5])(x, n),
+            cofactor.mitigate_with_zne(program, scale_factors=[1, 3])(x, n),
+        )
+
+    got_looped, got_program = mitigated(0.3, 3)
+    expected_looped = cofactor.qjit(looped)(0.3, 3)
+    np.testing.assert_allclose(got_looped, expected_looped, atol=1e-10)
+    expected_simple = qml.QNode(_zne_circuit, _default(2))(0.3)
+    np.testing.assert_allclose(got_program, expected_looped + 2 * expected_simple, atol=1e-10)
 
 
 # --- catalyst.disable_autograph ---------------------------------------------------------------
