@@ -735,3 +735,26 @@ def test_autograph_include_converts_the_named_library_module(library_function):
     assert included(6.0) == pytest.approx(37.0)
     with pytest.raises(CompileError, match="concrete bool"):  # only while `included` runs
         cofactor.qjit(program, autograph=True)(3.0)
+
+
+def _bell_state(x):
+    qml.RX(x, 0)
+    qml.CNOT([0, 1])
+    return qml.state()
+
+
+def _entropies(qnode, x, y):
+    rho = qml.math.reduce_statevector(qnode(x), [0])
+    sigma = qml.math.reduce_statevector(qnode(y), [0])
+    return qml.math.vn_entropy(rho, [0]), qml.math.relative_entropy(rho, sigma)
+
+
+def test_entropies_of_density_matrices_use_a_complex_hermitian_eigh_without_a_gradient():
+    # were refused (eigh of a traced complex matrix); values only
+    compiled = cofactor.qjit(lambda x, y: _entropies(qml.QNode(_bell_state, _lightning(2)), x, y))
+    got = compiled(0.4, 0.9)
+    expected = _entropies(qml.QNode(_bell_state, _default(2)), 0.4, 0.9)
+    np.testing.assert_allclose(got, expected, atol=1e-10)
+    hermitian = np.array([[1.0, 1j], [-1j, 2.0]])
+    with pytest.raises(CompileError, match=r"eigvalsh \(complex Hermitian\).*method=\"fd\""):
+        cofactor.qjit(cofactor.grad(lambda x: np.sum(np.linalg.eigvalsh(x * hermitian) ** 2)))(0.4)

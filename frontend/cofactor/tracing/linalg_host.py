@@ -128,8 +128,34 @@ def _uplo(name: str, kwargs: dict) -> None:
         )
 
 
+def _complex_hermitian(name: str, a: Any) -> Tracer | None:
+    """A traced complex square matrix (a density matrix), else None."""
+    t = as_tracer(a)
+    if t.dtype != COMPLEX:
+        return None
+    if t.ndim != 2 or t.shape[0] != t.shape[1]:
+        raise CompileError(f"numpy.linalg.{name}: expected one square matrix, got {t.shape}")
+    return t
+
+
+def _hermitian_forward_only(name: str, fn: Any, result: Any, a: Tracer) -> Any:
+    """eigh/eigvalsh of a complex Hermitian matrix (`qml.math.vn_entropy` of a density
+    matrix): values only; a derivative through it is refused by the callback (no VJP: what
+    the cotangent of a complex matrix means is a convention this module does not pick)."""
+    from cofactor.api_extensions.callbacks import PureCallback
+
+    fn.__name__ = f"numpy.linalg.{name} (complex Hermitian)"
+    return PureCallback(fn, result)(a)
+
+
 def _eigvalsh(a: Any, **kwargs: Any) -> Tracer:
     _uplo("eigvalsh", kwargs)
+    hermitian = _complex_hermitian("eigvalsh", a)
+    if hermitian is not None:
+        n = hermitian.shape[0]
+        return _hermitian_forward_only(
+            "eigvalsh", lambda m: np.linalg.eigvalsh(m), np.zeros(n), hermitian
+        )
     [a] = _real_matrices("eigvalsh", a)
 
     def eigvalsh(a_value: np.ndarray) -> np.ndarray:
@@ -147,6 +173,14 @@ def _eigh(a: Any, **kwargs: Any) -> Any:
     from cofactor.api_extensions.callbacks import PureCallback
 
     _uplo("eigh", kwargs)
+    hermitian = _complex_hermitian("eigh", a)
+    if hermitian is not None:
+        n = hermitian.shape[0]
+        result = (np.zeros(n), np.zeros((n, n), dtype=complex))
+        w, v = _hermitian_forward_only(
+            "eigh", lambda m: tuple(np.linalg.eigh(m)), result, hermitian
+        )
+        return w, v
     [a] = _real_matrices("eigh", a)
 
     def eigh(a_value: np.ndarray) -> tuple:
