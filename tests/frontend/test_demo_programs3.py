@@ -758,3 +758,33 @@ def test_entropies_of_density_matrices_use_a_complex_hermitian_eigh_without_a_gr
     hermitian = np.array([[1.0, 1j], [-1j, 2.0]])
     with pytest.raises(CompileError, match=r"eigvalsh \(complex Hermitian\).*method=\"fd\""):
         cofactor.qjit(cofactor.grad(lambda x: np.sum(np.linalg.eigvalsh(x * hermitian) ** 2)))(0.4)
+
+
+def _entanglement(x):
+    qml.RX(x, 0)
+    qml.CNOT([0, 1])
+    qml.RY(0.3 * x, 2)
+    qml.CNOT([1, 2])
+    return (
+        qml.vn_entropy(wires=[0]),
+        qml.vn_entropy(wires=[0, 2], log_base=2),
+        qml.mutual_info(wires0=[0], wires1=[1, 2]),
+        qml.purity(wires=[1]),
+    )
+
+
+def test_vn_entropy_and_mutual_info_measurements_match_pennylane():
+    # were refused ("measurement VnEntropyMP is not supported by cofactor")
+    _assert_matches_default_qubit(_entanglement, (0.7,), 3)
+
+    def entropy(x):
+        qml.RX(x, 0)
+        qml.CNOT([0, 1])
+        return qml.vn_entropy(wires=[0])
+
+    # its gradient: finite differences (Enzyme cannot see through the host eigvalsh)
+    fd = cofactor.qjit(cofactor.grad(qml.QNode(entropy, _lightning(2)), method="fd", h=1e-7))
+    expected = qml.grad(qml.QNode(entropy, _default(2)))(qml.numpy.array(0.7))
+    assert fd(0.7) == pytest.approx(expected, abs=1e-6)
+    with pytest.raises(CompileError, match='method="fd"'):
+        cofactor.qjit(cofactor.grad(qml.QNode(entropy, _lightning(2))))(0.7)
