@@ -788,3 +788,58 @@ def test_vn_entropy_and_mutual_info_measurements_match_pennylane():
     assert fd(0.7) == pytest.approx(expected, abs=1e-6)
     with pytest.raises(CompileError, match='method="fd"'):
         cofactor.qjit(cofactor.grad(qml.QNode(entropy, _lightning(2))))(0.7)
+
+
+# --- optimisation demos with Catalyst's control flow ---------------------------------------------
+def _qng_ansatz(p):
+    qml.RX(p[0], 0)
+    qml.RY(p[1], 1)
+    qml.CNOT([0, 1])
+    qml.RY(p[2], 0)
+    return qml.expval(qml.Z(0) @ qml.Z(1) + 0.5 * qml.X(0))
+
+
+def _classifier(w, x):
+    qml.AngleEmbedding(x, wires=range(2))
+    qml.BasicEntanglerLayers(w, wires=range(2))
+    return qml.expval(qml.Z(0))
+
+
+def test_quantum_natural_gradient_loop_and_a_vmapped_classifier_loss_match_pennylane():
+    from pennylane import numpy as pnp
+
+    qng_qnode = qml.QNode(_qng_ansatz, _lightning(2))
+    classifier = qml.QNode(_classifier, _lightning(2))
+
+    def loss(w, x, y):
+        return np.mean((cofactor.vmap(classifier, in_axes=(None, 0))(w, x) - y) ** 2)
+
+    @cofactor.qjit
+    def program(p, w, x, y):
+        @cofactor.for_loop(0, 5, 1)
+        def natural_step(i, p):
+            metric = qml.metric_tensor(qng_qnode, approx="block-diag")(p)
+            return p - 0.1 * np.linalg.solve(metric + 0.01 * np.eye(3), cofactor.grad(qng_qnode)(p))
+
+        return natural_step(p), cofactor.grad(loss)(w, x, y)
+
+    p0 = np.array([0.3, 0.5, 0.7])
+    w = np.linspace(0.1, 0.6, 4).reshape(2, 2)
+    x = np.array([[0.1, 0.2], [0.3, -0.4], [0.9, 0.5]])
+    y = np.array([1.0, -1.0, 1.0])
+    got_p, got_grad = program(p0, w, x, y)
+
+    reference = qml.QNode(_qng_ansatz, _default(2))
+    p = pnp.array(p0)
+    for _ in range(5):
+        metric = qml.metric_tensor(reference, approx="block-diag")(p)
+        p = p - 0.1 * np.linalg.solve(metric + 0.01 * np.eye(3), qml.grad(reference)(p))
+    np.testing.assert_allclose(got_p, p, atol=1e-8)
+
+    reference_classifier = qml.QNode(_classifier, _default(2))
+
+    def reference_loss(w):
+        predictions = qml.math.stack([reference_classifier(w, row) for row in x])
+        return qml.math.mean((predictions - y) ** 2)
+
+    np.testing.assert_allclose(got_grad, qml.grad(reference_loss)(pnp.array(w)), atol=1e-8)
