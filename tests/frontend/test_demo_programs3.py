@@ -843,3 +843,32 @@ def test_quantum_natural_gradient_loop_and_a_vmapped_classifier_loss_match_penny
         return qml.math.mean((predictions - y) ** 2)
 
     np.testing.assert_allclose(got_grad, qml.grad(reference_loss)(pnp.array(w)), atol=1e-8)
+
+
+def test_polyfit_of_traced_values_as_a_zne_extrapolation():
+    # np.polyfit was refused; with constant sample points it is a constant pseudo-inverse
+    # times the values (Catalyst's test extrapolates with jnp.polyfit(scale_factors, y, 2))
+    circuit = qml.QNode(_zne_circuit, _lightning(2))
+
+    def quadratic_at_zero(scale_factors, results):
+        return np.polyfit(scale_factors, results, 2)[-1]
+
+    @cofactor.qjit
+    def program(x, y):
+        zne = cofactor.mitigate_with_zne(
+            circuit, scale_factors=[1, 3, 5, 7], extrapolate=quadratic_at_zero
+        )
+        return (
+            zne(x),
+            np.polyfit([1.0, 2.0, 4.0, 5.0], y, 2),
+            cofactor.grad(lambda y: np.polyfit([1.0, 2.0, 4.0], y, 1)[0])(y[:3]),
+        )
+
+    y = np.array([0.8, 0.7, 0.62, 0.55])
+    zne, coefficients, slope_grad = program(0.3, y)
+    assert zne == pytest.approx(qml.QNode(_zne_circuit, _default(2))(0.3), abs=1e-9)
+    np.testing.assert_allclose(coefficients, np.polyfit([1.0, 2.0, 4.0, 5.0], y, 2), atol=1e-12)
+    # the least-squares slope is linear in y: its gradient is the pseudo-inverse's first row
+    np.testing.assert_allclose(slope_grad, np.linalg.pinv(np.vander([1.0, 2.0, 4.0], 2))[0])
+    with pytest.raises(CompileError, match="polyfit with traced sample points"):
+        cofactor.qjit(lambda x, y: np.polyfit(x, y, 1))(np.arange(3.0), y[:3])

@@ -1,6 +1,7 @@
 """`numpy.linalg.solve`, `inv`, `pinv`, `eigh` and `eigvalsh` of traced real matrices, run by
 numpy (LAPACK) in the host process through a pure callback whose custom VJP gives Enzyme
-their derivatives.
+their derivatives (and `np.polyfit` of traced values at constant points: a constant
+pseudo-inverse times them).
 
 The decompositions these need pivot on run-time values, which the compiled code does not
 do (tracing/linalg.py); the quantum natural gradient step `p - eta * solve(g, grad)` of a
@@ -19,7 +20,7 @@ import numpy as np
 
 from cofactor.errors import CompileError
 from cofactor.tracing.numpy_rules import FUNCTION_RULES, REFUSED_FUNCTIONS, as_tracer, cast_tracer
-from cofactor.tracing.tracer import COMPLEX, FLOAT, Tracer
+from cofactor.tracing.tracer import COMPLEX, FLOAT, Scalar, Tracer
 
 
 def _real_matrices(name: str, *arrays: Any, square: bool = True) -> list[Tracer]:
@@ -203,8 +204,27 @@ def _eigh(a: Any, **kwargs: Any) -> Any:
     return w, v
 
 
+def _polyfit(x: Any, y: Any, deg: Any, *args: Any, **kwargs: Any) -> Tracer:
+    """`np.polyfit(x, y, deg)` with constant sample points x (a zero-noise extrapolation's
+    scale factors): the least-squares coefficients are linear in y, `pinv(vander(x)) @ y`,
+    so only a product with a constant matrix is compiled."""
+    if args or kwargs:
+        raise CompileError(
+            "numpy.polyfit of traced values: rcond/full/w/cov are not supported by cofactor; "
+            "call it as np.polyfit(x, y, deg)"
+        )
+    if isinstance(x, Tracer | Scalar) or isinstance(deg, Tracer | Scalar):
+        raise CompileError(
+            "numpy.polyfit with traced sample points x (or degree) is not supported by "
+            "cofactor (only traced y); compute it before qjit or inside cofactor.pure_callback"
+        )
+    vander = np.vander(np.asarray(x, dtype=float), int(deg) + 1)
+    return as_tracer(np.linalg.pinv(vander)) @ cast_tracer(as_tracer(y), FLOAT)
+
+
 FUNCTION_RULES.update(
     {
+        np.polyfit: _polyfit,
         np.linalg.solve: _solve,
         np.linalg.inv: _inv,
         np.linalg.pinv: _pinv,
@@ -212,5 +232,12 @@ FUNCTION_RULES.update(
         np.linalg.eigh: _eigh,
     }
 )
-for _ruled in (np.linalg.solve, np.linalg.inv, np.linalg.pinv, np.linalg.eigvalsh, np.linalg.eigh):
+for _ruled in (
+    np.polyfit,
+    np.linalg.solve,
+    np.linalg.inv,
+    np.linalg.pinv,
+    np.linalg.eigvalsh,
+    np.linalg.eigh,
+):
     REFUSED_FUNCTIONS.pop(_ruled, None)
