@@ -18,6 +18,7 @@ from cofactor.api_extensions import (  # noqa: E402
     jacobian,
     jvp,
     measure,
+    mitigate_with_zne,
     pure_callback,
     switch,
     value_and_grad,
@@ -26,7 +27,7 @@ from cofactor.api_extensions import (  # noqa: E402
     while_loop,
 )
 from cofactor.api_extensions.assertions import debug_assert  # noqa: E402
-from cofactor.autograph import AutoGraphError  # noqa: E402
+from cofactor.autograph import AutoGraphError, disable_autograph  # noqa: E402
 from cofactor.errors import (  # noqa: E402
     CompileError,
     DifferentiableCompileError,
@@ -40,7 +41,9 @@ from cofactor.jit import QJIT, ShapeDtype, qjit  # noqa: E402
 # PennyLane's two seconds), which the first call, even one served by the disk cache, would
 # otherwise spend.
 for _module in (
+    "api_extensions.operator_refusals",
     "api_extensions.optimizers",
+    "api_extensions.phase_estimation",
     "cache",
     "compiler",
     "distributed",
@@ -71,11 +74,13 @@ __all__ = [
     "ctrl",
     "debug",
     "debug_assert",
+    "disable_autograph",
     "for_loop",
     "grad",
     "jacobian",
     "jvp",
     "measure",
+    "mitigate_with_zne",
     "pure_callback",
     "qjit",
     "switch",

@@ -40,6 +40,12 @@ from typing import Any
 import numpy as np
 from pennylane.exceptions import AutoGraphError as _PennyLaneAutoGraphError
 
+from cofactor.api_extensions.autograph_controls import (
+    autograph_disabled,
+    disable_autograph,
+    including,
+    is_included,
+)
 from cofactor.errors import CompileError
 
 
@@ -47,7 +53,7 @@ class AutoGraphError(CompileError, _PennyLaneAutoGraphError):
     """A program autograph cannot convert (Catalyst's and PennyLane's AutoGraphError)."""
 
 
-__all__ = ["AutoGraphError", "run_autograph"]
+__all__ = ["AutoGraphError", "disable_autograph", "run_autograph"]
 
 
 def _is_traced(x: Any) -> bool:
@@ -111,6 +117,8 @@ def _is_user_code(fn: Any) -> bool:
     file, so that a user's module named like a standard one, e.g. `test`, is converted)."""
     module = inspect.getmodule(fn)
     name = getattr(module, "__name__", None)
+    if name is not None and is_included(name):  # qjit(autograph_include=[...])
+        return True
     if name is None or name.split(".")[0] in DO_NOT_CONVERT:
         return False
     file = getattr(module, "__file__", None)
@@ -152,6 +160,8 @@ def _convert(target: Callable) -> Callable | None:
 def converted_call(fn: Callable, args: tuple, kwargs: dict | None, *_: Any, **__: Any) -> Any:
     """A call made by a converted function: `fn` converted first when it is user code."""
     kwargs = kwargs or {}
+    if autograph_disabled():  # inside disable_autograph: called as written
+        return fn(*args, **kwargs)
     if fn is builtins.range:
         return _range(*args)
     if isinstance(fn, functools.partial):
@@ -539,12 +549,8 @@ def _transformer_instance() -> Any:
 
 
 def run_autograph(fn: Callable, include: tuple = ()) -> Callable:
-    """`fn` converted (a QNode: a copy whose function is converted)."""
-    if include:
-        raise NotImplementedError(
-            "qjit(autograph_include=...) is not supported by cofactor: user functions are "
-            "converted, library modules (autograph.DO_NOT_CONVERT) are not"
-        )
+    """`fn` converted (a QNode: a copy whose function is converted); the functions of the
+    modules in `include` are converted too while it runs."""
     try:
         from malt.core import converter
     except ImportError as err:
@@ -565,7 +571,7 @@ def run_autograph(fn: Callable, include: tuple = ()) -> Callable:
         def call_object(*args: Any, **kwargs: Any) -> Any:
             return converted_call(target, args, kwargs)
 
-        return call_object
+        return including(call_object, tuple(include)) if include else call_object
     try:
         new_fn, _, _ = _transformer_instance().transform(target, converter.ProgramContext(options))
     except Exception as err:
@@ -573,6 +579,8 @@ def run_autograph(fn: Callable, include: tuple = ()) -> Callable:
             f"autograph could not convert {getattr(target, '__name__', target)}: {err}"
         ) from err
     new_fn.ag_unconverted = target  # as malt's own converted functions (and Catalyst's)
+    if include:
+        new_fn = including(new_fn, tuple(include))
     if isinstance(fn, qml.QNode):
         qnode = copy.copy(fn)
         qnode.func = new_fn

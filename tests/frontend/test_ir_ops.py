@@ -186,6 +186,10 @@ def test_every_function_rule_lowers():
             "linalg_trace": getattr(np.linalg, "trace", np.trace)(m[:, :2]),  # numpy >= 2
             "solve": np.linalg.solve(m[:, :2] + 3 * np.eye(2), v[:2]),  # (host callbacks)
             "inv": np.linalg.inv(m[:, :2] + 3 * np.eye(2)),
+            "pinv": np.linalg.pinv(m),
+            "eigvalsh": np.linalg.eigvalsh(m[:, :2] + m[:, :2].T),
+            "eigh": np.linalg.eigh(m[:, :2] + m[:, :2].T)[1],
+            "polyfit": np.polyfit([1.0, 2.0, 3.0], v, 1),
         }
 
     covered = {
@@ -206,6 +210,7 @@ def test_every_function_rule_lowers():
         np.select, np.cross, np.polyval, np.ediff1d, np.cov, np.corrcoef,
         np.linalg.matrix_power, np.linalg.multi_dot, getattr(np.linalg, "trace", np.trace),
         np.copyto, np.put, np.place, np.fill_diagonal, np.linalg.solve, np.linalg.inv,
+        np.linalg.pinv, np.linalg.eigvalsh, np.linalg.eigh, np.polyfit,
     }  # fmt: skip
     assert set(FUNCTION_RULES) <= covered, set(FUNCTION_RULES) - covered
     specs = [BufferSpec((2, 3), DTYPES[0]), BufferSpec((3,), DTYPES[0]), BufferSpec((), DTYPES[1])]

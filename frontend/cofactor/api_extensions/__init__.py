@@ -13,6 +13,7 @@ from cofactor.api_extensions.accelerate import accelerate
 from cofactor.api_extensions.callbacks import pure_callback
 from cofactor.api_extensions.control_flow import cond, for_loop, while_loop
 from cofactor.api_extensions.differentiation import grad, jacobian, value_and_grad
+from cofactor.api_extensions.error_mitigation import mitigate_with_zne
 from cofactor.api_extensions.products import jvp, vjp
 from cofactor.api_extensions.quantum_operators import adjoint, ctrl, measure
 from cofactor.api_extensions.switch import switch
@@ -28,6 +29,7 @@ __all__ = [
     "jacobian",
     "jvp",
     "measure",
+    "mitigate_with_zne",
     "pure_callback",
     "switch",
     "value_and_grad",

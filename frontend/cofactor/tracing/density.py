@@ -1,9 +1,10 @@
 """`qml.density_matrix(wires)` of a circuit's final state: the reduced density matrix
 `rho = Tr_rest |psi><psi|`, computed from the traced state vector (the runtime has no
 density-matrix measurement). As in PennyLane, the rows follow the order of the wires as
-given, and it needs an analytic QNode. `qml.purity(wires)` is `Tr(rho^2)` of it; the
-measurements that need `rho`'s eigenvalues (entropies, mutual information) are refused with
-what to return instead."""
+given, and it needs an analytic QNode. `qml.purity(wires)` is `Tr(rho^2)` of it;
+`qml.vn_entropy(wires, log_base)` and `qml.mutual_info(wires0, wires1, log_base)` are
+PennyLane's `qml.math` functions of it, whose eigenvalues numpy computes on the host
+(tracing/linalg_host.py: values only, so their gradients are refused)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pennylane as qml
-from pennylane.measurements import DensityMatrixMP, MeasurementProcess, PurityMP
+from pennylane.measurements import (
+    DensityMatrixMP,
+    MeasurementProcess,
+    MutualInfoMP,
+    PurityMP,
+    VnEntropyMP,
+)
 
 from cofactor.errors import CompileError
 from cofactor.tracing.tracer import Tracer
@@ -20,8 +27,22 @@ if TYPE_CHECKING:
     from cofactor.tracing.qnode import QuantumScope
 
 
-def reduced_state_measurement(scope: QuantumScope, mp: DensityMatrixMP | PurityMP) -> Tracer:
-    """`qml.density_matrix(wires)` or `qml.purity(wires)`."""
+#: the measurements of a reduced density matrix (`reduced_state_measurement`)
+REDUCED_STATE_MEASUREMENTS = (DensityMatrixMP, PurityMP, VnEntropyMP, MutualInfoMP)
+
+
+def reduced_state_measurement(scope: QuantumScope, mp: MeasurementProcess) -> Tracer:
+    """`qml.density_matrix(wires)`, `qml.purity(wires)`, `qml.vn_entropy(wires)` or
+    `qml.mutual_info(wires0, wires1)`."""
+    if isinstance(mp, VnEntropyMP):
+        rho = density_matrix(scope, mp, "qml.vn_entropy")
+        return qml.math.vn_entropy(rho, list(range(len(mp.wires))), base=mp.log_base)
+    if isinstance(mp, MutualInfoMP):
+        rho = density_matrix(scope, mp, "qml.mutual_info")
+        first, second = (len(w) for w in mp.raw_wires)
+        return qml.math.mutual_info(
+            rho, list(range(first)), list(range(first, first + second)), base=mp.log_base
+        )
     if isinstance(mp, PurityMP):
         rho = density_matrix(scope, mp, "qml.purity")
         # Tr(rho^2) = sum |rho_ij|^2 for a Hermitian rho (real, as PennyLane returns it)
@@ -54,8 +75,6 @@ def density_matrix(
 # measurements whose value PennyLane computes from the state on the host, each with what a
 # compiled program returns instead (Catalyst supports none of them either)
 _FROM_THE_DENSITY_MATRIX = {
-    "VnEntropyMP": "qml.math.vn_entropy",
-    "MutualInfoMP": "qml.math.mutual_info",
     "VnEntanglementEntropyMP": "qml.math.vn_entanglement_entropy",
 }
 _SHADOWS = ("ClassicalShadowMP", "ShadowExpvalMP")
@@ -64,7 +83,10 @@ _SHADOWS = ("ClassicalShadowMP", "ShadowExpvalMP")
 def unsupported_measurement(mp: MeasurementProcess) -> CompileError:
     """The error for a measurement cofactor does not compile, saying what to do instead."""
     name = type(mp).__name__
-    supported = "expval, var, probs, sample, counts, state, density_matrix and purity are supported"
+    supported = (
+        "expval, var, probs, sample, counts, state, density_matrix, purity, vn_entropy and "
+        "mutual_info are supported"
+    )
     if name in _FROM_THE_DENSITY_MATRIX:
         hint = (
             f"return qml.density_matrix(wires) (or qml.state()) from the QNode and apply "

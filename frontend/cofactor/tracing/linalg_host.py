@@ -1,5 +1,7 @@
-"""`numpy.linalg.solve` and `inv` of traced real matrices, run by numpy (LAPACK) in the
-host process through a pure callback whose custom VJP gives Enzyme their derivatives.
+"""`numpy.linalg.solve`, `inv`, `pinv`, `eigh` and `eigvalsh` of traced real matrices, run by
+numpy (LAPACK) in the host process through a pure callback whose custom VJP gives Enzyme
+their derivatives (and `np.polyfit` of traced values at constant points: a constant
+pseudo-inverse times them).
 
 The decompositions these need pivot on run-time values, which the compiled code does not
 do (tracing/linalg.py); the quantum natural gradient step `p - eta * solve(g, grad)` of a
@@ -18,10 +20,10 @@ import numpy as np
 
 from cofactor.errors import CompileError
 from cofactor.tracing.numpy_rules import FUNCTION_RULES, REFUSED_FUNCTIONS, as_tracer, cast_tracer
-from cofactor.tracing.tracer import COMPLEX, FLOAT, Tracer
+from cofactor.tracing.tracer import COMPLEX, FLOAT, Scalar, Tracer
 
 
-def _real_matrices(name: str, *arrays: Any) -> list[Tracer]:
+def _real_matrices(name: str, *arrays: Any, square: bool = True) -> list[Tracer]:
     out = [as_tracer(a) for a in arrays]
     if any(t.dtype == COMPLEX for t in out):
         raise CompileError(
@@ -29,10 +31,10 @@ def _real_matrices(name: str, *arrays: Any) -> list[Tracer]:
             "(real matrices are); compute it before qjit or inside cofactor.pure_callback"
         )
     a = out[0]
-    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+    if a.ndim != 2 or (square and a.shape[0] != a.shape[1]):
         raise CompileError(
-            f"numpy.linalg.{name}: expected one square matrix, got an array of shape {a.shape} "
-            "(stacks of matrices are not supported on traced values)"
+            f"numpy.linalg.{name}: expected one {'square ' if square else ''}matrix, got an "
+            f"array of shape {a.shape} (stacks of matrices are not supported on traced values)"
         )
     return [cast_tracer(t, FLOAT) for t in out]
 
@@ -82,6 +84,160 @@ def _inv(a: Any) -> Tracer:
     return _host_call(inv, inv_vjp, a.shape, [a])
 
 
-FUNCTION_RULES.update({np.linalg.solve: _solve, np.linalg.inv: _inv})
-for _ruled in (np.linalg.solve, np.linalg.inv):
+def _pinv(a: Any, *args: Any, **kwargs: Any) -> Tracer:
+    if args or kwargs:
+        raise CompileError(
+            "numpy.linalg.pinv of a traced matrix: rcond/rtol/hermitian are not supported by "
+            "cofactor (the default cut-off is); call it as np.linalg.pinv(a)"
+        )
+    [a] = _real_matrices("pinv", a, square=False)
+
+    def pinv(a_value: np.ndarray) -> np.ndarray:
+        return np.linalg.pinv(a_value)
+
+    def pinv_vjp(inputs: tuple, cotangent: np.ndarray) -> tuple:
+        # the derivative of X = A+ where the rank does not change (Golub & Pereyra):
+        # dX = -X dA X + X X^T dA^T (I - A X) + (I - X A) dA^T X^T X, transposed term by term
+        a_value = inputs[0]
+        x = np.linalg.pinv(a_value)
+        g = cotangent
+        left = np.eye(a_value.shape[0]) - a_value @ x
+        right = np.eye(a_value.shape[1]) - x @ a_value
+        return (-x.T @ g @ x.T + left @ g.T @ x @ x.T + x.T @ x @ g.T @ right,)
+
+    pinv.__name__ = "numpy.linalg.pinv"
+    return _host_call(pinv, pinv_vjp, a.shape[::-1], [a])
+
+
+def _symmetric_vjp(w: np.ndarray, v: np.ndarray, gw: np.ndarray, gv: np.ndarray | None) -> Any:
+    """The cotangent of a symmetric matrix from those of its eigenvalues w and eigenvectors v
+    (distinct eigenvalues); symmetric, as autograd's and JAX's (which read a symmetric input)."""
+    inner = np.diag(gw)
+    if gv is not None:
+        gap = w[np.newaxis, :] - w[:, np.newaxis]
+        np.fill_diagonal(gap, np.inf)
+        inner = inner + (v.T @ gv) / gap
+    grad = v @ inner @ v.T
+    return (grad + grad.T) / 2
+
+
+def _uplo(name: str, kwargs: dict) -> None:
+    if kwargs.get("UPLO", "L") != "L" or len(kwargs) > ("UPLO" in kwargs):
+        raise CompileError(
+            f"numpy.linalg.{name} of a traced matrix: only the default UPLO='L' is supported "
+            "by cofactor"
+        )
+
+
+def _complex_hermitian(name: str, a: Any) -> Tracer | None:
+    """A traced complex square matrix (a density matrix), else None."""
+    t = as_tracer(a)
+    if t.dtype != COMPLEX:
+        return None
+    if t.ndim != 2 or t.shape[0] != t.shape[1]:
+        raise CompileError(f"numpy.linalg.{name}: expected one square matrix, got {t.shape}")
+    return t
+
+
+def _hermitian_forward_only(name: str, fn: Any, result: Any, a: Tracer) -> Any:
+    """eigh/eigvalsh of a complex Hermitian matrix (`qml.math.vn_entropy` of a density
+    matrix): values only; a derivative through it is refused by the callback (no VJP: what
+    the cotangent of a complex matrix means is a convention this module does not pick)."""
+    from cofactor.api_extensions.callbacks import PureCallback
+
+    fn.__name__ = f"numpy.linalg.{name} (complex Hermitian)"
+    return PureCallback(fn, result)(a)
+
+
+def _eigvalsh(a: Any, **kwargs: Any) -> Tracer:
+    _uplo("eigvalsh", kwargs)
+    hermitian = _complex_hermitian("eigvalsh", a)
+    if hermitian is not None:
+        n = hermitian.shape[0]
+        return _hermitian_forward_only(
+            "eigvalsh", lambda m: np.linalg.eigvalsh(m), np.zeros(n), hermitian
+        )
+    [a] = _real_matrices("eigvalsh", a)
+
+    def eigvalsh(a_value: np.ndarray) -> np.ndarray:
+        return np.linalg.eigvalsh(a_value)
+
+    def eigvalsh_vjp(inputs: tuple, cotangent: np.ndarray) -> tuple:
+        w, v = np.linalg.eigh(inputs[0])
+        return (_symmetric_vjp(w, v, cotangent, None),)
+
+    eigvalsh.__name__ = "numpy.linalg.eigvalsh"
+    return _host_call(eigvalsh, eigvalsh_vjp, a.shape[:1], [a])
+
+
+def _eigh(a: Any, **kwargs: Any) -> Any:
+    from cofactor.api_extensions.callbacks import PureCallback
+
+    _uplo("eigh", kwargs)
+    hermitian = _complex_hermitian("eigh", a)
+    if hermitian is not None:
+        n = hermitian.shape[0]
+        result = (np.zeros(n), np.zeros((n, n), dtype=complex))
+        w, v = _hermitian_forward_only(
+            "eigh", lambda m: tuple(np.linalg.eigh(m)), result, hermitian
+        )
+        return w, v
+    [a] = _real_matrices("eigh", a)
+
+    def eigh(a_value: np.ndarray) -> tuple:
+        w, v = np.linalg.eigh(a_value)
+        return w, v
+
+    def eigh_vjp(inputs: tuple, cotangents: tuple) -> tuple:
+        w, v = np.linalg.eigh(inputs[0])
+        gw, gv = cotangents
+        return (_symmetric_vjp(w, v, np.asarray(gw), np.asarray(gv)),)
+
+    eigh.__name__ = "numpy.linalg.eigh"
+    n = a.shape[0]
+    callback = PureCallback(eigh, (np.zeros(n), np.zeros((n, n))))
+    callback.fwd(lambda *ins: (eigh(*ins), ins))
+    callback.bwd(eigh_vjp)
+    # a plain (w, v) tuple: `w, v = eigh(a)` as with numpy's namedtuple (whose field names,
+    # `.eigenvalues`, a compiled function's results could not carry)
+    w, v = callback(a)
+    return w, v
+
+
+def _polyfit(x: Any, y: Any, deg: Any, *args: Any, **kwargs: Any) -> Tracer:
+    """`np.polyfit(x, y, deg)` with constant sample points x (a zero-noise extrapolation's
+    scale factors): the least-squares coefficients are linear in y, `pinv(vander(x)) @ y`,
+    so only a product with a constant matrix is compiled."""
+    if args or kwargs:
+        raise CompileError(
+            "numpy.polyfit of traced values: rcond/full/w/cov are not supported by cofactor; "
+            "call it as np.polyfit(x, y, deg)"
+        )
+    if isinstance(x, Tracer | Scalar) or isinstance(deg, Tracer | Scalar):
+        raise CompileError(
+            "numpy.polyfit with traced sample points x (or degree) is not supported by "
+            "cofactor (only traced y); compute it before qjit or inside cofactor.pure_callback"
+        )
+    vander = np.vander(np.asarray(x, dtype=float), int(deg) + 1)
+    return as_tracer(np.linalg.pinv(vander)) @ cast_tracer(as_tracer(y), FLOAT)
+
+
+FUNCTION_RULES.update(
+    {
+        np.polyfit: _polyfit,
+        np.linalg.solve: _solve,
+        np.linalg.inv: _inv,
+        np.linalg.pinv: _pinv,
+        np.linalg.eigvalsh: _eigvalsh,
+        np.linalg.eigh: _eigh,
+    }
+)
+for _ruled in (
+    np.polyfit,
+    np.linalg.solve,
+    np.linalg.inv,
+    np.linalg.pinv,
+    np.linalg.eigvalsh,
+    np.linalg.eigh,
+):
     REFUSED_FUNCTIONS.pop(_ruled, None)

@@ -31,7 +31,7 @@ from cofactor.tracing import context, pennylane_numpy
 _LOCAL = threading.local()
 
 
-def _holds_traced(x: Any) -> bool:
+def holds_traced(x: Any) -> bool:
     from cofactor.tracing.host_arrays import HostArray
     from cofactor.tracing.tracer import Scalar, Tracer
 
@@ -39,7 +39,7 @@ def _holds_traced(x: Any) -> bool:
         return True
     if isinstance(x, HostArray):
         return x._tracer is not None
-    return isinstance(x, list | tuple) and any(_holds_traced(v) for v in x)
+    return isinstance(x, list | tuple) and any(holds_traced(v) for v in x)
 
 
 def _traced_input(x: Any, dtype: Any, kwargs: dict) -> bool:
@@ -52,7 +52,7 @@ def _traced_input(x: Any, dtype: Any, kwargs: dict) -> bool:
         and not getattr(_LOCAL, "busy", False)
         and kwargs.get("like") is None
         and (dtype is None or np.dtype(dtype) != np.dtype(object))
-        and _holds_traced(x)
+        and holds_traced(x)
         and not sys._getframe(2).f_globals.get("__name__", "").startswith("cofactor.")
     )
 
@@ -124,7 +124,7 @@ def capture_numpy_constructors() -> Iterator[None]:
     and PennyLane's `like="jax"` arrays are numpy's."""
     import autoray.autoray
 
-    from cofactor.api_extensions import optimizers
+    from cofactor.api_extensions import operator_refusals, optimizers, phase_estimation
     from cofactor.tracing.host_arrays import CONSTRUCTORS, make_constructor
 
     replaced = [
@@ -138,6 +138,9 @@ def capture_numpy_constructors() -> Iterator[None]:
         *pennylane_numpy.intercepted(),
         # opt.step(cost, traced_params) would silently not move: refused by name
         *optimizers.intercepted(),
+        *operator_refusals.intercepted(),
+        # PennyLane's qml.for_loop version carries an operator: unrolled while tracing
+        *phase_estimation.intercepted(),
     ]
     with context.intercepts(replaced):
         yield

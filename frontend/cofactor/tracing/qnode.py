@@ -27,11 +27,9 @@ import numpy as np
 import pennylane as qml
 from pennylane.measurements import (
     CountsMP,
-    DensityMatrixMP,
     ExpectationMP,
     MeasurementProcess,
     ProbabilityMP,
-    PurityMP,
     SampleMP,
     StateMP,
     VarianceMP,
@@ -44,6 +42,7 @@ from cofactor.errors import CompileError, CompileValueError
 from cofactor.ir.builder import IRBuilder, memref_type, quantum_attrs
 from cofactor.ir.mlir15 import generic_op
 from cofactor.tracing import context, observable_probs, observables
+from cofactor.tracing.density import REDUCED_STATE_MEASUREMENTS
 from cofactor.tracing.gate_set import (
     SKIPPED_OPS,
     custom_shift_rule,
@@ -365,7 +364,7 @@ class QuantumScope:
         ctx = context.current()
         if isinstance(mp, ExpectationMP | VarianceMP):
             return observables.emit_expval_or_var(self, mp.obs, isinstance(mp, VarianceMP))
-        if isinstance(mp, DensityMatrixMP | PurityMP):
+        if isinstance(mp, REDUCED_STATE_MEASUREMENTS):
             from cofactor.tracing.density import reduced_state_measurement
 
             return reduced_state_measurement(self, mp)

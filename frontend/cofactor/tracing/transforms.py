@@ -152,6 +152,7 @@ def trace_transformed(scope: Any, qnode: Any, call_args: tuple) -> Any:
     """Trace the circuit of a transformed QNode; returns its result tree (measurement
     processes left for the caller to emit, or already traced values)."""
     names = _names(qnode)
+    _refuse_simulating_transforms(names)
     queue = qml.queuing.AnnotatedQueue()
     scope.queues.append(queue)
     scope.recording = names
@@ -230,6 +231,18 @@ def trace_transformed(scope: Any, qnode: Any, call_args: tuple) -> Any:
         else:
             out.append(v)
     return pytree.unflatten(tree, out)
+
+
+def _refuse_simulating_transforms(names: str) -> None:
+    """Transforms that run a simulation of their own in Python instead of producing tapes
+    (their post-processing reads the tape, not results): named, not a failure deep inside."""
+    if "adjoint_metric_tensor" in names.split(", "):
+        raise CompileError(
+            "the transform adjoint_metric_tensor simulates the circuit itself in Python "
+            "(default.qubit's state vector) instead of running tapes, which a compiled program "
+            "cannot do. Inside qjit use qml.metric_tensor(qnode, approx='block-diag') (or "
+            "approx=None for the full tensor), or call adjoint_metric_tensor outside qjit"
+        )
 
 
 def _dynamic(p: Any) -> bool:

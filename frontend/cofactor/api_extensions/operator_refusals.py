@@ -1,0 +1,40 @@
+"""PennyLane operators whose constructor computes on a traced parameter what the compiled
+program cannot: refused by name while a trace runs, with what to write instead (the
+alternative was a "concrete bool" error from deep inside numpy/scipy, naming neither the
+operator nor a way out).
+
+`qml.BlockEncode(A, wires)` normalises A by its operator norm (scipy's `norm(ord=inf)`) and
+completes the unitary with matrix square roots (eigendecompositions) of run-time values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pennylane as qml
+
+from cofactor.errors import CompileError
+from cofactor.tracing import context
+from cofactor.tracing.numpy_entry import holds_traced
+
+_BLOCK_ENCODE = (
+    "qml.BlockEncode of a traced matrix: PennyLane normalises the matrix by its operator "
+    "norm and completes the block encoding with matrix square roots of run-time values "
+    "(eigendecompositions), which cofactor does not compile. Make the matrix a constant of "
+    "the program (a global or closure value; arrays cannot be static arguments), or compute "
+    "the unitary outside qjit, U = qml.matrix(qml.BlockEncode(A, wires=...)), and apply "
+    "qml.QubitUnitary(U, wires=...) (QSVT accepts it as the block encoding)"
+)
+
+
+def _block_encode_init(original: Any) -> Any:
+    def init(self: Any, A: Any, *args: Any, **kwargs: Any) -> None:
+        if context.is_tracing() and holds_traced(A):
+            raise CompileError(_BLOCK_ENCODE)
+        original(self, A, *args, **kwargs)
+
+    return init
+
+
+def intercepted() -> list[tuple[Any, str, Any]]:
+    """The `(owner, attribute, make)` triples `context.intercepts` installs for a trace."""
+    return [(qml.BlockEncode, "__init__", _block_encode_init)]
