@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -114,7 +115,7 @@ void disposeBatch() {
     return;
   }
   State &s = state();
-  std::lock_guard<std::mutex> guard(s.lock);
+  std::unique_lock<std::mutex> guard(s.lock);
   if (!s.started) {
     static const bool registered = [] {
       pthread_atfork(beforeFork, afterForkInParent, afterForkInChild);
@@ -122,8 +123,14 @@ void disposeBatch() {
       return true;
     }();
     (void)registered;
-    std::thread(run).detach();
-    s.started = true;
+    try {
+      std::thread(run).detach();
+      s.started = true;
+    } catch (const std::system_error &) {
+      guard.unlock();
+      destroy(current);  // no thread to be had: freed here, as before
+      return;
+    }
   }
   for (std::unique_ptr<Disposable> &object : current)
     s.pending.push_back(std::move(object));
