@@ -1,4 +1,5 @@
 //===- CodeGen.cpp - object code for the host, as llc ---------------------===//
+#include "Disposal.h"
 #include "Stages.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
@@ -116,11 +117,12 @@ llvm::CodeGenOpt::Level chooseLevel(llvm::Module &module) {
 
 namespace {
 
-/// A target machine and its pass pipeline for -O2, built by the preloading thread for the
-/// first -O2 compile of the process: `addPassesToEmitFile` creates and configures ~130
-/// passes (2.3 M instructions, and the first touch of their code), which does not depend
-/// on the module. The passes write into `buffer` (through `stream`); the compile copies the
-/// object out. Later compiles build their own pipeline, as before.
+/// A target machine and its pass pipeline. For -O2 one is built ahead: by the preloading
+/// thread for the first -O2 compile of the process, then by Disposal.cpp's thread after
+/// each compile for the next one (`addPassesToEmitFile` creates and configures ~130 passes,
+/// 2.3 M instructions, and the target machine builds its subtarget, 1.5 M: none of it
+/// depends on the module). Each is used by one compile. The passes write into `buffer`
+/// (through `stream`); the compile copies the object out.
 struct PreparedCodeGen {
   std::unique_ptr<llvm::TargetMachine> machine;
   llvm::SmallVector<char, 0> buffer;
@@ -128,7 +130,6 @@ struct PreparedCodeGen {
   llvm::legacy::PassManager passes;
 };
 std::unique_ptr<PreparedCodeGen> prepared;
-bool preparedOnce = false;
 
 /// The options of -O2 code generation, set before each pipeline is built (the link of the
 /// previous compile reset them; see setOption). As compiler.LLC_FLAGS for llc:
@@ -185,25 +186,39 @@ std::unique_ptr<llvm::TargetMachine> createMachine(const std::string &triple,
   return machine;
 }
 
-} // namespace
-
-void prepareCodeGen() {
-  if (preparedOnce)
-    return;
-  preparedOnce = true;
-  initializeCodeGen();
-  std::string error;
+/// A target machine at `level` and its object-emitting pipeline, writing into its buffer.
+std::unique_ptr<PreparedCodeGen> buildCodeGen(const std::string &triple,
+                                              llvm::CodeGenOpt::Level level,
+                                              std::string &error) {
   auto ready = std::make_unique<PreparedCodeGen>();
-  ready->machine =
-      createMachine(llvm::sys::getDefaultTargetTriple(), llvm::CodeGenOpt::Default, error);
+  ready->machine = createMachine(triple, level, error);
   if (!ready->machine)
-    return;  // the compile reports it
+    return nullptr;
   setCodeGenOptions();
   ready->stream = std::make_unique<llvm::raw_svector_ostream>(ready->buffer);
   if (ready->machine->addPassesToEmitFile(ready->passes, *ready->stream, nullptr,
-                                          llvm::CGFT_ObjectFile))
+                                          llvm::CGFT_ObjectFile)) {
+    error = "error: the target cannot emit an object file";
+    return nullptr;
+  }
+  return ready;
+}
+
+} // namespace
+
+void prepareCodeGen() {
+  if (prepared)
     return;
-  prepared = std::move(ready);
+  initializeCodeGen();
+  std::string error;  // the compile reports it
+  prepared =
+      buildCodeGen(llvm::sys::getDefaultTargetTriple(), llvm::CodeGenOpt::Default, error);
+}
+
+void prepareNextCodeGen() {
+  prepareCodeGen();
+  if (prepared)
+    warmTarget(*prepared->machine);
 }
 
 void warmCodeGenTarget() {
@@ -243,30 +258,21 @@ bool emitObject(llvm::Module &module, llvm::SmallVectorImpl<char> &object,
   if (triple.empty())
     triple = llvm::sys::getDefaultTargetTriple();
   llvm::CodeGenOpt::Level level = chooseLevel(module);
+  std::unique_ptr<PreparedCodeGen> ready;
   if (prepared && level == llvm::CodeGenOpt::Default &&
-      prepared->machine->getTargetTriple().str() == triple) {
-    std::unique_ptr<PreparedCodeGen> ready = std::move(prepared);
-    module.setTargetTriple(triple);
-    module.setDataLayout(ready->machine->createDataLayout());
-    packConstantArrays(module);
-    ready->passes.run(module);
-    object.assign(ready->buffer.begin(), ready->buffer.end());
-    return true;
-  }
-  std::unique_ptr<llvm::TargetMachine> machine = createMachine(triple, level, error);
-  if (!machine)
+      prepared->machine->getTargetTriple().str() == triple)
+    ready = std::move(prepared);
+  else
+    ready = buildCodeGen(triple, level, error);
+  if (!ready)
     return false;
   module.setTargetTriple(triple);
-  module.setDataLayout(machine->createDataLayout());
+  module.setDataLayout(ready->machine->createDataLayout());
   packConstantArrays(module);
-
-  llvm::raw_svector_ostream os(object);
-  llvm::legacy::PassManager passes;
-  if (machine->addPassesToEmitFile(passes, os, nullptr, llvm::CGFT_ObjectFile)) {
-    error = "error: the target cannot emit an object file";
-    return false;
-  }
-  passes.run(module);
+  ready->passes.run(module);
+  object.assign(ready->buffer.begin(), ready->buffer.end());
+  // ~130 passes and the target machine: freed after the compile (Disposal.cpp).
+  disposeLater(std::move(ready));
   return true;
 }
 

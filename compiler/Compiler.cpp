@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "cofactor_compiler.h"
+#include "Disposal.h"
 #include "Stages.h"
 
 #include "llvm/IR/LLVMContext.h"
@@ -127,7 +128,8 @@ int compileLocked(const cofactor_compile_request &request, cofactor_compile_resu
                   const char *volatile &stage) {
   Clock clock;
   std::string error, failedStage, lowered;
-  llvm::LLVMContext context;
+  auto ownedContext = std::make_unique<llvm::LLVMContext>();
+  llvm::LLVMContext &context = *ownedContext;
   stage = "cofactor-opt";
   debugCrash(stage);
   std::unique_ptr<llvm::Module> module =
@@ -213,6 +215,10 @@ int compileLocked(const cofactor_compile_request &request, cofactor_compile_resu
                          request.output, error))
     return fail(result, "link", error);
   result->ms[4] = clock.lap();
+  // Freed by Disposal.cpp's thread once the caller has its library: the module, then its
+  // context (when the compile stops earlier, they are freed here as before).
+  disposeLater(std::move(module));
+  disposeLater(std::move(ownedContext));
   return 0;
 }
 
@@ -234,6 +240,7 @@ extern "C" void cofactor_compiler_warm_up(void) {
   // what is prepared here (a context, a code-generation pipeline) never races with it (lld
   // resets LLVM's options at each link).
   std::lock_guard<std::mutex> guard(compileLock);
+  waitForDisposal();
   initializeLowering();
   initializeCodeGen();
   prepareCodeGen();
@@ -242,6 +249,7 @@ extern "C" void cofactor_compiler_warm_up(void) {
 extern "C" int cofactor_compiler_load_enzyme(int fd) {
   installFatalErrorHandler();
   std::lock_guard<std::mutex> guard(compileLock);
+  waitForDisposal();
   int status = 1;
   std::jmp_buf jump;
   if (setjmp(jump) != 0) {
@@ -268,6 +276,7 @@ extern "C" int cofactor_compile(const cofactor_compile_request *request,
   installFatalErrorHandler();
 
   compileLock.lock();
+  waitForDisposal();  // the previous compile's objects are gone before this one starts
   std::jmp_buf jump;
   const char *volatile stage = "cofactor-opt";
   int status = 1;
@@ -280,7 +289,10 @@ extern "C" int cofactor_compile(const cofactor_compile_request *request,
     bool survived =
         recovery.RunSafely([&] { status = compileLocked(*request, result, stage); });
     llvm::CrashRecoveryContext::Disable();
+    if (survived)
+      disposeBatch();
     if (!survived) {
+      abandonBatch();  // objects of a crashed compile are not touched again
       std::string notes = enzymeOutput.stop();
       cofactor_free_result(result);
       status = fail(result, stage,
@@ -290,6 +302,7 @@ extern "C" int cofactor_compile(const cofactor_compile_request *request,
     }
   } else {
     // Jumped out of LLVM: what the stage had allocated is leaked, the lock is not.
+    abandonBatch();
     std::string notes = enzymeOutput.stop();
     status = fail(result, stage, notes + "LLVM ERROR: " + fatalMessage + "\n");
   }

@@ -1,4 +1,5 @@
 //===- Lowering.cpp - MLIR to LLVM IR, as cofactor-opt + mlir-translate ---===//
+#include "Disposal.h"
 #include "Stages.h"
 
 #include "cofactor/Quantum/QuantumDialect.h"
@@ -89,6 +90,19 @@ std::unique_ptr<MLIRContext> takeContext() {
 
 } // namespace
 
+void prepareNextContext() {
+  {
+    std::lock_guard<std::mutex> lock(preparedLock);
+    if (prepared)
+      return;
+  }
+  std::unique_ptr<MLIRContext> context = newContext();
+  loadCommonDialects(*context);
+  std::lock_guard<std::mutex> lock(preparedLock);
+  if (!prepared)
+    prepared = std::move(context);
+}
+
 void initializeLowering() {
   (void)registry();
   {
@@ -128,9 +142,9 @@ std::unique_ptr<llvm::Module> lowerToLLVMIR(llvm::StringRef mlir, llvm::StringRe
   // the time of the passes with nothing to do (the gradient passes on a circuit: ~15 ms
   // each on 8,000 gates), and a pass that breaks the IR is still caught before the
   // translation, by the same verifier.
-  PassManager pm(&context, OpPassManager::Nesting::Implicit);
-  pm.enableVerifier(false);
-  if (failed(parsePassPipeline(pipeline, pm, errors)) || failed(pm.run(*module)) ||
+  auto pm = std::make_unique<PassManager>(&context, OpPassManager::Nesting::Implicit);
+  pm->enableVerifier(false);
+  if (failed(parsePassPipeline(pipeline, *pm, errors)) || failed(pm->run(*module)) ||
       failed(verify(*module)))
     return nullptr;
   if (loweredText) {
@@ -143,6 +157,12 @@ std::unique_ptr<llvm::Module> lowerToLLVMIR(llvm::StringRef mlir, llvm::StringRe
   std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(*module, llvmContext);
   if (!llvmModule && error.empty())
     errors << "error: could not translate the module to LLVM IR\n";
+  // Freed after the compile, by Disposal.cpp's thread (the passes, then the module, then
+  // the context that holds their types and attributes); the diagnostic handler, which
+  // names the context, goes now, as the function returns.
+  disposeLater(std::move(pm));
+  disposeLater(std::make_unique<OwningOpRef<ModuleOp>>(std::move(module)));
+  disposeLater(std::move(ownedContext));
   return llvmModule;
 }
 

@@ -30,6 +30,11 @@ void initializeCodeGen();
 /// The -O2 code-generation pipeline (target machine and passes) built ahead for the first
 /// compile that needs it (CodeGen.cpp); called by the preloading thread only.
 void prepareCodeGen();
+/// After a compile, on Disposal.cpp's thread: a context with the common dialects loaded
+/// (Lowering.cpp) and an -O2 code-generation pipeline with its subtarget built (CodeGen.cpp)
+/// for the next compile, unless one is waiting already. Each is used by one compile only.
+void prepareNextContext();
+void prepareNextCodeGen();
 /// Builds what the first -O2 code generation of the process would otherwise build (the
 /// prepared target machine's subtarget, x86's memory-unfolding table), once; called where
 /// a classical gradient is known to be coming (the Enzyme plugin loaded ahead).
