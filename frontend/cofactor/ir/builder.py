@@ -166,13 +166,13 @@ def call_op(
     of `isinstance` checks against every op class (ABC caches), once per process: on the
     path of a function's first call, which the disk cache otherwise serves in a few ms."""
     return simple_op(  # type: ignore[return-value]
-        func.CallOp, list(map(_value, args)), list(result_types), {"callee": _symbol_ref(name)}
+        func.CallOp, list(map(value_of, args)), list(result_types), {"callee": _symbol_ref(name)}
     )
 
 
 def return_op(*values: SSAValue) -> func.ReturnOp:
     """`func.return values`, as `func.ReturnOp(*values)` makes it (see `call_op`)."""
-    return simple_op(func.ReturnOp, list(map(_value, values)))  # type: ignore[return-value]
+    return simple_op(func.ReturnOp, list(map(value_of, values)))  # type: ignore[return-value]
 
 
 def _symbol_ref(name: str) -> SymbolRefAttr:
@@ -189,7 +189,7 @@ _SYMBOL_REFS: dict[str, SymbolRefAttr] = {}
 _NO_SEGMENTS = DenseArrayBase.from_list(i32, (0, 0))
 
 
-def _value(v: SSAValue | Operation) -> SSAValue:
+def value_of(v: SSAValue | Operation) -> SSAValue:
     """`SSAValue.get(v)`: `v` itself when it is a value (an op result or block argument,
     told by its exact class: `SSAValue.get` asks `isinstance` of ABCs, a few microseconds
     for every operand of a trace), else the single result of op `v`."""
@@ -258,10 +258,10 @@ class IRBuilder:
 
     # -- arithmetic ------------------------------------------------------------------
     def binary(self, op_class: type[Operation], a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.res(_typed_op(op_class, _value(a), _value(b)))
+        return self.res(_typed_op(op_class, value_of(a), value_of(b)))
 
     def unary(self, op_class: type[Operation], a: SSAValue) -> SSAValue:
-        return self.res(_typed_op(op_class, _value(a)))
+        return self.res(_typed_op(op_class, value_of(a)))
 
     def cmpf(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.res(arith.CmpfOp(a, b, predicate))
@@ -284,7 +284,7 @@ class IRBuilder:
         return self.res(call_op(name, args, [f64]))
 
     def math(self, op_class: type[Operation], a: SSAValue) -> SSAValue:
-        return self.res(_typed_op(op_class, _value(a)))
+        return self.res(_typed_op(op_class, value_of(a)))
 
     def powf(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.res(math.PowFOp(a, b))
@@ -360,18 +360,18 @@ class IRBuilder:
 
     def dealloc(self, ref: SSAValue) -> None:
         # memref.DeallocOp.get(ref), without the generic constructor (70 us the first time)
-        self.insert(simple_op(memref.DeallocOp, [_value(ref)]))
+        self.insert(simple_op(memref.DeallocOp, [value_of(ref)]))
 
     def load(self, ref: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
-        return self.res(load_op(_value(ref), list(map(_value, indices))))
+        return self.res(load_op(value_of(ref), list(map(value_of, indices))))
 
     def store(self, value: SSAValue, ref: SSAValue, indices: Sequence[SSAValue]) -> None:
         # memref.StoreOp.get(value, ref, indices), without the generic constructor
-        operands = [_value(value), _value(ref), *map(_value, indices)]
+        operands = [value_of(value), value_of(ref), *map(value_of, indices)]
         self.insert(simple_op(memref.StoreOp, operands))
 
     def copy(self, src: SSAValue, dst: SSAValue) -> None:
-        self.insert(simple_op(memref.CopyOp, [_value(src), _value(dst)]))
+        self.insert(simple_op(memref.CopyOp, [value_of(src), value_of(dst)]))
 
     def call(self, name: str, args: Sequence[SSAValue]) -> None:
         self.insert(call_op(name, args))
