@@ -93,3 +93,28 @@ def test_scf_ops_match_their_constructors_on_shared_operands():
     mine = while_op([x], [f64], *whiles[0])
     _same_op(mine, scf.WhileOp([x], [f64], *whiles[1]))
     mine.verify()
+
+
+def test_constant_arrays_are_the_attributes_xdsl_constructors_make():
+    import numpy as np
+    from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, MemRefType, TensorType, i64
+
+    from cofactor.ir.builder import _constant_data
+
+    arrays = [
+        np.array([0.5, -0.0, np.nan, np.inf, -1e-300]),
+        np.arange(6.0).reshape(2, 3)[:, ::2],  # (not contiguous)
+        np.array(2.5),
+        np.array([[-(2**63), 2**63 - 1], [0, -1]], dtype=np.int64),
+        np.array([True, False, True]),
+        np.array([1 + 2j, -3j]).view(np.float64).reshape(2, 2),
+    ]
+    for arr in arrays:
+        floats = arr.dtype == np.float64
+        element = f64 if floats else i64
+        values = [float(v) for v in arr.flat] if floats else arr.ravel().tolist()
+        expected_type = MemRefType(element, list(arr.shape))
+        expected = DenseIntOrFPElementsAttr.from_list(TensorType(element, list(arr.shape)), values)
+        type_, data = _constant_data(arr)
+        assert type_ == expected_type and data == expected and str(data) == str(expected)
+        data.verify()

@@ -17,9 +17,9 @@ from xdsl.dialects import arith, func, math, memref
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
+    BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
-    FlatSymbolRefAttr,
     FloatAttr,
     FunctionType,
     IndexType,
@@ -337,26 +337,23 @@ class IRBuilder:
         be written or freed."""
         if arr.dtype == np.complex128:
             arr = arr.view(np.float64).reshape(*arr.shape, 2)
-        type_ = MemRefType(f64 if arr.dtype == np.float64 else i64, list(arr.shape))
-        data = TensorType(type_.element_type, list(arr.shape))
-        values = [float(v) for v in arr.flat] if arr.dtype == np.float64 else arr.ravel().tolist()
+        name_attr = StringAttr(name)
+        type_, initial_value = _constant_data(arr)
         self.module_ops.append(
             generic_op(
                 "memref.global",
                 [],
                 [],
                 {
-                    "sym_name": StringAttr(name),
+                    "sym_name": name_attr,
                     "type": type_,
-                    "initial_value": DenseIntOrFPElementsAttr.from_list(data, values),
-                    "sym_visibility": StringAttr("private"),
+                    "initial_value": initial_value,
+                    "sym_visibility": _PRIVATE,
                     "constant": UnitAttr(),
                 },
             )
         )
-        return self.res(
-            generic_op("memref.get_global", [], [type_], {"name": FlatSymbolRefAttr(name)})
-        )
+        return self.res(generic_op("memref.get_global", [], [type_], {"name": _symbol_ref(name)}))
 
     def dealloc(self, ref: SSAValue) -> None:
         # memref.DeallocOp.get(ref), without the generic constructor (70 us the first time)
@@ -375,6 +372,24 @@ class IRBuilder:
 
     def call(self, name: str, args: Sequence[SSAValue]) -> None:
         self.insert(call_op(name, args))
+
+
+def _constant_data(arr: np.ndarray) -> tuple[MemRefType, DenseIntOrFPElementsAttr]:
+    """The memref type of a constant array of float64 (else int64) and its dense attribute:
+    `DenseIntOrFPElementsAttr.from_list(TensorType(element, shape), values)`, built from the
+    array's bytes (what `from_list` packs value by value: little-endian f64 or i64) and set
+    as xDSL's constructors store the parameters (see `memref_type`): 1 ms a first call for a
+    512-element array otherwise."""
+    floats = arr.dtype == np.float64
+    element = f64 if floats else i64
+    shape = tuple(int(d) for d in arr.shape)
+    type_ = memref_type(shape, np.dtype(np.float64 if floats else np.int64))
+    tensor = _raw_attr(TensorType, (_array_attr(tuple(map(_raw_int, shape))), element, _NONE))
+    raw = np.ascontiguousarray(arr, dtype="<f8" if floats else "<i8").tobytes()
+    return type_, _raw_attr(DenseIntOrFPElementsAttr, (tensor, BytesAttr(raw)))
+
+
+_PRIVATE = StringAttr("private")
 
 
 def index_constant_op(value: int) -> Operation:
