@@ -118,3 +118,32 @@ def test_constant_arrays_are_the_attributes_xdsl_constructors_make():
         type_, data = _constant_data(arr)
         assert type_ == expected_type and data == expected and str(data) == str(expected)
         data.verify()
+
+
+def test_arith_and_math_ops_are_the_ones_their_constructors_make():
+    """`IRBuilder.binary/unary/math` read what the constructor of an op would make from its
+    definition (for every class of the bases `_same_type_shape` covers)."""
+    from xdsl.dialects import math
+    from xdsl.dialects.builtin import i64
+
+    from cofactor.ir.builder import _SAME_TYPE_BASES, _same_type_shape, _typed_op
+
+    classes = [
+        cls
+        for module in (arith, math)
+        for cls in vars(module).values()
+        if isinstance(cls, type)
+        and any(base in cls.__mro__ for base in _SAME_TYPE_BASES)
+        and cls.get_irdl_definition() is not None  # (not an abstract base)
+    ]
+    assert arith.AddfOp in classes and math.SqrtOp in classes and arith.AddiOp in classes
+    for cls in classes:
+        integer = arith.SignlessIntegerBinaryOperation in cls.__mro__
+        block = Block(arg_types=[i64 if integer else f64] * 2)
+        operands = block.args[: len(cls.get_irdl_definition().operands)]
+        theirs = cls(*operands)
+        types, properties, attributes = _same_type_shape(cls, tuple(operands))
+        assert types == [r.type for r in theirs.results], cls
+        assert list(properties.items()) == list(theirs.properties.items()), cls
+        assert attributes == theirs.attributes == {}, cls
+        _same_op(_typed_op(cls, *operands), theirs)
