@@ -161,7 +161,7 @@ def _attr_dict_text(p: Any, attributes: dict[str, Attribute]) -> str | None:
     for name, value in attributes.items():
         if _BARE_IDENTIFIER.fullmatch(name) is None:
             return None
-        items.append(name if type(value) is UnitAttr else f"{name} = {p.attr_text(value)}")
+        items.append(name if type(value) is UnitAttr else f"{name} = {p.type_text(value)}")
     return "{" + ", ".join(items) + "}"
 
 
@@ -225,7 +225,7 @@ def _constant(p: Any, op: Operation) -> bool:
     if op.attributes or len(op.properties) != 1:
         return False
     _results(p, op)
-    p.parts.append("arith.constant " + p.attr_text(op.properties["value"]))
+    p.parts.append("arith.constant " + p.type_text(op.properties["value"]))
     return True
 
 
@@ -321,7 +321,7 @@ def _call(p: Any, op: Operation) -> bool:
     if signature is None:
         return False
     _results(p, op)
-    callee = p.attr_text(op.properties["callee"])
+    callee = p.type_text(op.properties["callee"])
     p.parts.append(f"func.call {callee}({_names(p, op.operands)}) : {signature}")
     return True
 
@@ -329,11 +329,37 @@ def _call(p: Any, op: Operation) -> bool:
 def _generic(p: Any, op: Operation) -> bool:
     """`"name"(%a, %b) {attributes} : (t, u) -> r`: an unregistered op (the `quantum`
     dialect, `memref.global`, ...) or one without a custom format, with no properties,
-    regions or successors."""
+    regions or successors. The text around the operands is made once per kind of op (by
+    the identities of its attributes and types, which live while the module prints): a
+    long circuit is thousands of gates of a few kinds."""
     if op.properties or op.regions or op.successors:
         return False
-    if type(op).print is not Operation.print and not isinstance(op, UnregisteredOp):
+    attributes = op.attributes
+    operands = op.operands
+    key = (
+        type(op),
+        *attributes,
+        *map(id, attributes.values()),
+        None,
+        *[id(v.type) for v in operands],
+        None,
+        *[id(r.type) for r in op.results],
+    )
+    texts = p.generic_texts.get(key, False)
+    if texts is False:
+        texts = p.generic_texts[key] = _generic_texts(p, op)
+    if texts is None:
         return False
+    _results(p, op)
+    p.parts.append(texts[0] + _names(p, operands) + texts[1])
+    return True
+
+
+def _generic_texts(p: Any, op: Operation) -> tuple[str, str] | None:
+    """The text of `op` before and after its operands (`_generic`); None when xDSL must
+    print it."""
+    if type(op).print is not Operation.print and not isinstance(op, UnregisteredOp):
+        return None
     attributes = op.attributes
     if isinstance(op, UnregisteredOp):
         name = op.op_name.data
@@ -343,11 +369,9 @@ def _generic(p: Any, op: Operation) -> bool:
     attr_text = _attr_dict_text(p, attributes) if attributes else ""
     signature = _function_type_text(p, [v.type for v in op.operands], op.result_types)
     if attr_text is None or signature is None:
-        return False
-    _results(p, op)
+        return None
     attrs = " " + attr_text if attr_text else ""
-    p.parts.append(f'"{name}"({_names(p, op.operands)}){attrs} : {signature}')
-    return True
+    return f'"{name}"(', f"){attrs} : {signature}"
 
 
 # -- ops with regions ---------------------------------------------------------------------

@@ -82,6 +82,8 @@ class _ListPrinter(Printer):
         self._names_by_id: dict[int, str] = {}
         self._text_by_id: dict[int, str] = {}  # id(type) -> text (`type_text`)
         self._kept: list[Attribute] = []
+        #: the texts of generic ops around their operands, per kind (`op_text._generic`)
+        self.generic_texts: dict[tuple, tuple[str, str] | None] = {}
 
     def print_ssa_value(self, value: SSAValue) -> str:
         if self._holes:
@@ -171,7 +173,8 @@ class _ListPrinter(Printer):
         return name
 
     def type_text(self, attribute: Attribute) -> str:
-        """The text of a type (or any attribute), as `print_attribute` prints it."""
+        """The text of a type (or any attribute), as `print_attribute` prints it, made once
+        per attribute object."""
         text = self._text_by_id.get(id(attribute))
         if text is None:
             text = self._text_by_id[id(attribute)] = self.attr_text(attribute)
