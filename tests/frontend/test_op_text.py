@@ -256,6 +256,19 @@ def test_the_writers_write_the_ops_of_a_plain_trace(monkeypatch):
         ArrayAttr([]),
         ArrayAttr([IntegerAttr(0, i64), StringAttr("s")]),
         ArrayAttr([UnitAttr()]),
+        *[
+            DenseIntOrFPElementsAttr.from_list(TensorType(element, shape), values)
+            for element, shape, values in (
+                (f64, [101], [0.5 * i for i in range(101)]),
+                (f64, [2, 60], [0.0, -0.0] * 60),  # (equal values: a splat)
+                (f64, [3, 50], [1.5] * 149 + [float("nan")]),
+                (f64, [120], [float("nan")] * 120),
+                (f64, [4], [1.0, 2.0, 3.0, 4.0]),
+                (i64, [128], list(range(-64, 64))),
+                (i64, [128], [7] * 128),
+                (i32, [128], list(range(128))),
+            )
+        ],
     ],
     ids=repr,
 )
@@ -271,6 +284,10 @@ def test_attribute_text_is_what_xdsl_prints_or_none(attribute):
     # the types and constants of a trace are written directly
     if attribute in (f64, i1, i64, INDEX, IntegerAttr(-5, i64), IntegerAttr(0, i1)):
         assert text is not None
+    if type(attribute) is DenseIntOrFPElementsAttr:  # (large, not a splat, no NaN)
+        values = attribute.get_values()
+        plain = len(values) > 100 and len(set(values)) > 1 and all(v == v for v in values)
+        assert (text is not None) == (plain and attribute.get_element_type() in (f64, i64))
     if type(attribute) is FloatAttr and attribute.type == f64:
         value = attribute.value.data
         assert (text is None) == (math.isnan(value) or math.isinf(value) or value == 123456789.0)

@@ -19,9 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from xdsl.dialects import arith, func, math, memref, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseIntOrFPElementsAttr,
     Float64Type,
     FloatAttr,
     FunctionType,
@@ -34,6 +36,7 @@ from xdsl.dialects.builtin import (
     Signedness,
     StringAttr,
     SymbolRefAttr,
+    TensorType,
     UnitAttr,
     UnregisteredOp,
 )
@@ -98,10 +101,32 @@ def attribute_text(attribute: Attribute) -> str | None:
     if cls is ArrayAttr:
         texts = [attribute_text(a) for a in attribute.data]  # type: ignore[attr-defined]
         return None if None in texts else "[" + ", ".join(texts) + "]"  # type: ignore[arg-type]
+    if cls is DenseIntOrFPElementsAttr:
+        return _dense_text(attribute)  # type: ignore[arg-type]
     if cls is FloatAttr and type(attribute.type) is Float64Type:  # type: ignore[attr-defined]
         text = _f64_text(attribute.value.data)  # type: ignore[attr-defined]
         return None if text is None else text + " : f64"
     return None
+
+
+def _dense_text(attribute: DenseIntOrFPElementsAttr) -> str | None:
+    """`dense<"0x...">: tensor<512xf64>`, xDSL's text of a dense f64 or i64 tensor of more
+    than 100 elements that are not all equal (a constant array); None for others."""
+    tensor = attribute.type
+    if type(tensor) is not TensorType or type(tensor.encoding) is not NoneAttr:
+        return None
+    element = attribute_text(tensor.element_type)
+    dtype = {"f64": "<f8", "i64": "<i8"}.get(element)  # type: ignore[arg-type]
+    dims = [d.data for d in tensor.shape.data]
+    if dtype is None or any(type(d) is not int or d < 0 for d in dims):
+        return None
+    data = attribute.data.data
+    values = np.frombuffer(data, dtype=dtype)
+    # (xDSL prints a splat, all values equal, as one value; NaNs make equality subtle)
+    if values.size <= 100 or bool(np.all(values == values[0])) or np.isnan(values).any():
+        return None
+    shape = "".join([f"{d}x" for d in dims])
+    return f'dense<"0x{data.hex().upper()}"> : tensor<{shape}{element}>'
 
 
 def _string_literal(text: str) -> str | None:
@@ -406,6 +431,8 @@ def _function(p: Any, op: Operation) -> bool:
     if visibility is not None and type(visibility) is not StringAttr:
         return False
     outputs = op.function_type.outputs.data
+    if any(name in _FUNC_RESERVED for name in op.attributes):
+        return False  # (xDSL leaves them out)
     attrs = _attr_dict_text(p, op.attributes) if op.attributes else ""
     if attrs is None:
         return False
@@ -425,6 +452,9 @@ def _function(p: Any, op: Operation) -> bool:
     _region(p, block)
     p.exit_scope()
     return True
+
+
+_FUNC_RESERVED = frozenset({"sym_name", "function_type", "sym_visibility", "arg_attrs"})
 
 
 def _for(p: Any, op: Operation) -> bool:
