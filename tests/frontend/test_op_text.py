@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Region
 from xdsl.printer import Printer
 
-from cofactor.ir import op_text
+from cofactor.ir import attribute_text, op_text
 from cofactor.ir.builder import INDEX, IRBuilder, memref_type
 from cofactor.ir.mlir15 import generic_op
 from cofactor.ir.printer import module_text
@@ -279,7 +279,7 @@ def test_attribute_text_is_what_xdsl_prints_or_none(attribute):
         write = parts.append
 
     Printer(stream=Stream()).print_attribute(attribute)
-    text = op_text.attribute_text(attribute)
+    text = attribute_text.attribute_text(attribute)
     assert text is None or text == "".join(parts)
     # the types and constants of a trace are written directly
     if attribute in (f64, i1, i64, INDEX, IntegerAttr(-5, i64), IntegerAttr(0, i1)):

@@ -33,8 +33,9 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.printer import Printer
 
+from cofactor.ir.attribute_text import attribute_text
 from cofactor.ir.mlir15 import ObsType
-from cofactor.ir.op_text import attribute_text, writer_of
+from cofactor.ir.op_text import writer_of
 
 #: attributes whose printed form depends on nothing but the attribute (no resource handles,
 #: no printer state): their text is computed once per distinct value
