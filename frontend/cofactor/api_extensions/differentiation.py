@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 import pennylane as qml
-from xdsl.dialects import arith, func, scf
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, SymbolRefAttr, f64, i64
 from xdsl.ir import Block, SSAValue
 
@@ -53,8 +53,9 @@ from cofactor.errors import (
     CompileError,
     DifferentiableCompileError,
 )
-from cofactor.ir.builder import INDEX, memref_type
+from cofactor.ir.builder import INDEX, call_op, memref_type
 from cofactor.ir.mlir15 import generic_op
+from cofactor.ir.scf_ops import for_op, yield_op
 from cofactor.launcher import BufferSpec
 from cofactor.tracing import context, pytree
 from cofactor.tracing.numpy_rules import as_tracer, cast_tracer, store_tracer
@@ -273,10 +274,10 @@ class _Request:
                     return []
 
                 loop_over(self.in_spec(i).shape, copy_row)
-            b.insert(scf.YieldOp())
+            b.insert(yield_op())
         finally:
             b.pop()
-        op = b.insert(scf.ForOp(lb, ub, st, [], block))
+        op = b.insert(for_op(lb, ub, st, [], block))
         outs = [
             Tracer.from_memref(ref, s.shape, s.dtype, anchor=op)
             for ref, s in zip(self._out_refs, self.out_specs, strict=True)
@@ -292,7 +293,7 @@ class _Request:
         # fresh output buffers per call: see _fd_blocks
         ctx = context.current()
         outs = [ctx.hoisted_alloc(memref_type(s.shape, s.dtype)) for s in self.out_specs]
-        call = ctx.builder.insert(func.CallOp(self.traced.name, [*refs, *outs], []))
+        call = ctx.builder.insert(call_op(self.traced.name, [*refs, *outs]))
         return [
             loaded(Tracer.from_memref(r, s.shape, s.dtype, anchor=call))
             for r, s in zip(outs, self.out_specs, strict=True)

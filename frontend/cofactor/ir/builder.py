@@ -17,9 +17,9 @@ from xdsl.dialects import arith, func, math, memref
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
+    BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
-    FlatSymbolRefAttr,
     FloatAttr,
     FunctionType,
     IndexType,
@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
+from xdsl.irdl import OptionalDef
 from xdsl.rewriter import InsertPoint
 
 from cofactor.ir.mlir15 import LIBM_FUNCTIONS, generic_op, simple_op
@@ -166,13 +167,13 @@ def call_op(
     of `isinstance` checks against every op class (ABC caches), once per process: on the
     path of a function's first call, which the disk cache otherwise serves in a few ms."""
     return simple_op(  # type: ignore[return-value]
-        func.CallOp, list(map(_value, args)), list(result_types), {"callee": _symbol_ref(name)}
+        func.CallOp, list(map(value_of, args)), list(result_types), {"callee": _symbol_ref(name)}
     )
 
 
 def return_op(*values: SSAValue) -> func.ReturnOp:
     """`func.return values`, as `func.ReturnOp(*values)` makes it (see `call_op`)."""
-    return simple_op(func.ReturnOp, list(map(_value, values)))  # type: ignore[return-value]
+    return simple_op(func.ReturnOp, list(map(value_of, values)))  # type: ignore[return-value]
 
 
 def _symbol_ref(name: str) -> SymbolRefAttr:
@@ -189,7 +190,7 @@ _SYMBOL_REFS: dict[str, SymbolRefAttr] = {}
 _NO_SEGMENTS = DenseArrayBase.from_list(i32, (0, 0))
 
 
-def _value(v: SSAValue | Operation) -> SSAValue:
+def value_of(v: SSAValue | Operation) -> SSAValue:
     """`SSAValue.get(v)`: `v` itself when it is a value (an op result or block argument,
     told by its exact class: `SSAValue.get` asks `isinstance` of ABCs, a few microseconds
     for every operand of a trace), else the single result of op `v`."""
@@ -258,10 +259,10 @@ class IRBuilder:
 
     # -- arithmetic ------------------------------------------------------------------
     def binary(self, op_class: type[Operation], a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.res(_typed_op(op_class, _value(a), _value(b)))
+        return self.res(_typed_op(op_class, value_of(a), value_of(b)))
 
     def unary(self, op_class: type[Operation], a: SSAValue) -> SSAValue:
-        return self.res(_typed_op(op_class, _value(a)))
+        return self.res(_typed_op(op_class, value_of(a)))
 
     def cmpf(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.res(arith.CmpfOp(a, b, predicate))
@@ -284,7 +285,7 @@ class IRBuilder:
         return self.res(call_op(name, args, [f64]))
 
     def math(self, op_class: type[Operation], a: SSAValue) -> SSAValue:
-        return self.res(_typed_op(op_class, _value(a)))
+        return self.res(_typed_op(op_class, value_of(a)))
 
     def powf(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.res(math.PowFOp(a, b))
@@ -337,44 +338,59 @@ class IRBuilder:
         be written or freed."""
         if arr.dtype == np.complex128:
             arr = arr.view(np.float64).reshape(*arr.shape, 2)
-        type_ = MemRefType(f64 if arr.dtype == np.float64 else i64, list(arr.shape))
-        data = TensorType(type_.element_type, list(arr.shape))
-        values = [float(v) for v in arr.flat] if arr.dtype == np.float64 else arr.ravel().tolist()
+        name_attr = StringAttr(name)
+        type_, initial_value = _constant_data(arr)
         self.module_ops.append(
             generic_op(
                 "memref.global",
                 [],
                 [],
                 {
-                    "sym_name": StringAttr(name),
+                    "sym_name": name_attr,
                     "type": type_,
-                    "initial_value": DenseIntOrFPElementsAttr.from_list(data, values),
-                    "sym_visibility": StringAttr("private"),
+                    "initial_value": initial_value,
+                    "sym_visibility": _PRIVATE,
                     "constant": UnitAttr(),
                 },
             )
         )
-        return self.res(
-            generic_op("memref.get_global", [], [type_], {"name": FlatSymbolRefAttr(name)})
-        )
+        return self.res(generic_op("memref.get_global", [], [type_], {"name": _symbol_ref(name)}))
 
     def dealloc(self, ref: SSAValue) -> None:
         # memref.DeallocOp.get(ref), without the generic constructor (70 us the first time)
-        self.insert(simple_op(memref.DeallocOp, [_value(ref)]))
+        self.insert(simple_op(memref.DeallocOp, [value_of(ref)]))
 
     def load(self, ref: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
-        return self.res(load_op(_value(ref), list(map(_value, indices))))
+        return self.res(load_op(value_of(ref), list(map(value_of, indices))))
 
     def store(self, value: SSAValue, ref: SSAValue, indices: Sequence[SSAValue]) -> None:
         # memref.StoreOp.get(value, ref, indices), without the generic constructor
-        operands = [_value(value), _value(ref), *map(_value, indices)]
+        operands = [value_of(value), value_of(ref), *map(value_of, indices)]
         self.insert(simple_op(memref.StoreOp, operands))
 
     def copy(self, src: SSAValue, dst: SSAValue) -> None:
-        self.insert(simple_op(memref.CopyOp, [_value(src), _value(dst)]))
+        self.insert(simple_op(memref.CopyOp, [value_of(src), value_of(dst)]))
 
     def call(self, name: str, args: Sequence[SSAValue]) -> None:
         self.insert(call_op(name, args))
+
+
+def _constant_data(arr: np.ndarray) -> tuple[MemRefType, DenseIntOrFPElementsAttr]:
+    """The memref type of a constant array of float64 (else int64) and its dense attribute:
+    `DenseIntOrFPElementsAttr.from_list(TensorType(element, shape), values)`, built from the
+    array's bytes (what `from_list` packs value by value: little-endian f64 or i64) and set
+    as xDSL's constructors store the parameters (see `memref_type`): 1 ms a first call for a
+    512-element array otherwise."""
+    floats = arr.dtype == np.float64
+    element = f64 if floats else i64
+    shape = tuple(int(d) for d in arr.shape)
+    type_ = memref_type(shape, np.dtype(np.float64 if floats else np.int64))
+    tensor = _raw_attr(TensorType, (_array_attr(tuple(map(_raw_int, shape))), element, _NONE))
+    raw = np.ascontiguousarray(arr, dtype="<f8" if floats else "<i8").tobytes()
+    return type_, _raw_attr(DenseIntOrFPElementsAttr, (tensor, BytesAttr(raw)))
+
+
+_PRIVATE = StringAttr("private")
 
 
 def index_constant_op(value: int) -> Operation:
@@ -393,18 +409,57 @@ def load_op(ref: SSAValue, indices: list[SSAValue]) -> Operation:
 _OP_SHAPES: dict[tuple, tuple[list[Attribute], dict, dict]] = {}
 
 
+#: base classes of the arith/math ops whose constructor, given operands only, makes one
+#: result of the first operand's type, no attributes, and the properties of the op's
+#: definition that have default values, at those values (`fastmath`, `overflowFlags`)
+_SAME_TYPE_BASES = (
+    arith.FloatingPointLikeBinaryOperation,
+    arith.SignlessIntegerBinaryOperation,
+    arith.NegfOp,
+    math.FloatingPointLikeUnaryMathOperation,
+    math.FloatingPointLikeBinaryMathOperation,
+)
+
+
+def _same_type_shape(
+    op_class: type[Operation], operands: tuple[SSAValue, ...]
+) -> tuple[list[Attribute], dict, dict] | None:
+    """What `op_class(*operands)` makes (its result types, properties and attributes) for
+    an op of `_SAME_TYPE_BASES`, read from its definition without running its constructor
+    (xDSL's generic one: a fifth of a millisecond per class on a process's first trace);
+    None for other classes. tests/frontend/test_ir_fast_builders.py checks both agree."""
+    if not any(base in op_class.__mro__ for base in _SAME_TYPE_BASES):
+        return None
+    op_def = op_class.get_irdl_definition()  # type: ignore[attr-defined]
+    if op_def is None:
+        return None
+    defaults = {
+        name: d.default_value
+        for name, d in op_def.properties.items()
+        if not isinstance(d, OptionalDef) and getattr(d, "default_value", None) is not None
+    }
+    return [operands[0].type], defaults, {}
+
+
 def _typed_op(op_class: type[Operation], *operands: SSAValue) -> Operation:
     """`op_class(*operands)` for the arith/math ops whose constructor's result depends on
-    nothing but the operand types (result type, default flags): built by the constructor
-    once per (class, operand types), then with `create`, which skips xDSL's generic
-    constructor (a tenth of the cost)."""
+    nothing but the operand types (result type, default flags): what it makes is read
+    from the op's definition (`_same_type_shape`) or, for other classes, from the
+    constructor's first op, once per (class, operand types); every op is then built by
+    `simple_op`, which skips xDSL's generic constructor (a tenth of the cost)."""
     key = (op_class, *[v.type for v in operands])
     shape = _OP_SHAPES.get(key)
     if shape is None:
-        op = op_class(*operands)
-        _OP_SHAPES[key] = ([r.type for r in op.results], dict(op.properties), dict(op.attributes))
-        return op
+        shape = _same_type_shape(op_class, operands)
+        if shape is None:
+            op = op_class(*operands)
+            shape = ([r.type for r in op.results], dict(op.properties), dict(op.attributes))
+            _OP_SHAPES[key] = shape
+            return op
+        _OP_SHAPES[key] = shape
     result_types, properties, attributes = shape
+    if not attributes:
+        return simple_op(op_class, operands, result_types, properties)
     return op_class.create(
         operands=operands,
         result_types=result_types,

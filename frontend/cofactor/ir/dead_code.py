@@ -32,6 +32,7 @@ from xdsl.dialects import scf
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from cofactor.ir.mlir15 import LIBM_FUNCTIONS
+from cofactor.ir.scf_ops import for_op, if_op, while_op
 
 #: func.call callees without observable effects: the C math library (errno is never read)
 #: and the Ctrl-C checks of loops (tracing/interrupts.py: a removed loop needs no check).
@@ -321,19 +322,17 @@ def _narrow(op: Operation, keep: list[int]) -> None:
     (`_narrow_terminators`), by one that carries (returns) only those slots."""
     if isinstance(op, scf.IfOp):
         regions = [op.detach_region(r) for r in list(op.regions)]
-        new: Operation = scf.IfOp(op.operands[0], [op.results[i].type for i in keep], *regions)
+        new: Operation = if_op(op.operands[0], [op.results[i].type for i in keep], *regions)
     elif isinstance(op, scf.ForOp):
         body = op.regions[0].block
         _narrow_args(body, keep, offset=1)
-        new = scf.ForOp(*op.operands[:3], [op.operands[3 + i] for i in keep], op.detach_region(0))
+        new = for_op(*op.operands[:3], [op.operands[3 + i] for i in keep], op.detach_region(0))
     else:
         before, after = op.regions[0].block, op.regions[1].block
         _narrow_args(before, keep)
         _narrow_args(after, keep)
         regions = [op.detach_region(r) for r in list(op.regions)]
-        new = scf.WhileOp(
-            [op.operands[i] for i in keep], [op.results[i].type for i in keep], *regions
-        )
+        new = while_op([op.operands[i] for i in keep], [op.results[i].type for i in keep], *regions)
     block = op.parent_block()
     assert block is not None
     block.insert_op_before(new, op)

@@ -61,22 +61,17 @@ _GENERIC_CLASSES: dict[str, tuple[type[Operation], StringAttr]] = {}
 _NO_RESULTS: SSAValues = SSAValues()  # (an immutable tuple: shared by every op without results)
 
 
+#: The one class of every generic op. xDSL's `UnregisteredOp.with_name(name)` makes a new
+#: class per name (20-90 us each the first time in a process: a gradient's first trace made
+#: four, `memref.global`, `math.tanh`, ...), which differ only in what their `create` names
+#: the op; `generic_op` names it itself (the `op_name__` attribute, which is what xDSL
+#: prints and cofactor reads), so one class serves every name.
+_GENERIC_CLASS = UnregisteredOp.with_name("cofactor.generic")
+
+
 def _generic_class(name: str) -> tuple[type[Operation], StringAttr]:
-    entry = _GENERIC_CLASSES[name] = (UnregisteredOp.with_name(name), StringAttr(name))
+    entry = _GENERIC_CLASSES[name] = (_GENERIC_CLASS, StringAttr(name))
     return entry
-
-
-# xDSL makes a class per generic op name, 20-90 us each the first time: the ops of every
-# circuit get theirs at import rather than on the first call (a circuit with an expectation
-# value made five in its first trace, a tenth of a millisecond of a cached first call).
-for _name in (
-    "quantum.device_acquire",
-    "quantum.gate",
-    "quantum.obs_named",
-    "quantum.expval",
-    "quantum.device_release",
-):
-    _generic_class(_name)
 
 
 def generic_op(

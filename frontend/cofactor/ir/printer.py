@@ -8,6 +8,11 @@ prints each distinct kind of region-free op once: as a template with holes for i
 names, filled for every op of that kind. Two ops are of one kind when everything their
 printed form can depend on is equal (class, attributes, properties, operand and result
 types, which operands are the same value), so the text is the one xDSL would print.
+
+The ops a trace emits most (functions, loops, arith/math/memref ops, calls, generic ops)
+are not printed by xDSL at all: `cofactor.ir.op_text` writes their text directly (the same
+characters), which also avoids the first-use cost of xDSL's printing code in a process
+(most of the 3 ms a first small module took to print). Templates remain for other ops.
 """
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.printer import Printer
 
+from cofactor.ir.attribute_text import attribute_text
 from cofactor.ir.mlir15 import ObsType
+from cofactor.ir.op_text import writer_of
 
 #: attributes whose printed form depends on nothing but the attribute (no resource handles,
 #: no printer state): their text is computed once per distinct value
@@ -74,16 +81,29 @@ class _ListPrinter(Printer):
         # id(value) -> "%name", beside xDSL's own map (whose key, the value, hashes in
         # Python): every value of the module lives while it is printed
         self._names_by_id: dict[int, str] = {}
+        self._text_by_id: dict[int, str] = {}  # id(type) -> text (`type_text`)
+        self._kept: list[Attribute] = []
+        #: the texts of generic ops around their operands, per kind (`op_text._generic`)
+        self.generic_texts: dict[tuple, tuple[str, str] | None] = {}
 
     def print_ssa_value(self, value: SSAValue) -> str:
         if self._holes:
             self.parts.append(value)
             return "?"
-        name = super().print_ssa_value(value)
-        self._names_by_id[id(value)] = "%" + name
-        return name
+        name = self.ssa_name(value)
+        self._current_column += len(name)
+        self.parts.append(name)
+        return name[1:]
 
     def print_op(self, op: Operation) -> None:
+        writer = writer_of(type(op))
+        if (
+            writer is not None
+            and not self._holes
+            and not (self.diagnostic.op_messages and op in self.diagnostic.op_messages)
+            and writer(self, op)
+        ):
+            return
         if (
             op.regions
             or op._successors
@@ -135,6 +155,43 @@ class _ListPrinter(Printer):
                     self.print_ssa_value(value)
                 else:
                     parts.append(name)
+
+    # -- what the direct writers (cofactor.ir.op_text) use --------------------------------
+    def ssa_name(self, value: SSAValue) -> str:
+        """`%name` of `value`, named as xDSL's `print_ssa_value` names it (the next number
+        of the scope, or its name hint made unique), without printing it."""
+        name = self._names_by_id.get(id(value))
+        if name is None:
+            hint = value.name_hint
+            if hint:
+                names = self._ssa_names[-1]
+                count = names.get(hint, 0)
+                names[hint] = count + 1
+                name = f"%{hint}_{count}" if count else "%" + hint
+            else:
+                name = "%" + self._get_new_valid_name_id()
+            self._names_by_id[id(value)] = name
+        return name
+
+    def type_text(self, attribute: Attribute) -> str:
+        """The text of a type (or any attribute), as `print_attribute` prints it, made once
+        per attribute object."""
+        text = self._text_by_id.get(id(attribute))
+        if text is None:
+            text = self._text_by_id[id(attribute)] = self.attr_text(attribute)
+            self._kept.append(attribute)  # (its id stays its own while the module prints)
+        return text
+
+    def attr_text(self, attribute: Attribute) -> str:
+        """The text of an attribute, as `print_attribute` prints it."""
+        text = attribute_text(attribute)
+        if text is not None:
+            return text
+        outer, self.parts = self.parts, []
+        self.print_attribute(attribute)
+        text = "".join(self.parts)
+        self.parts = outer
+        return text
 
     def _lookup(self, op: Operation) -> list[str | int] | None:
         """The template of `op`'s kind (by value), made on first use."""

@@ -234,10 +234,10 @@ def _loop_nest(
 ) -> Any:
     """`for i0 in range(shape[0]): for i1 ...: accs = body([i0, i1, ...], accs)` as scf.for
     ops (the accumulators `init` are carried through every level); returns the outer op."""
-    from xdsl.dialects import scf
     from xdsl.ir import Block
 
     from cofactor.ir.builder import INDEX
+    from cofactor.ir.scf_ops import for_op, yield_op
 
     b = _b()
     zero, one = b.index(0), b.index(1)
@@ -253,9 +253,9 @@ def _loop_nest(
                 new = list(level(dim + 1, here, inner).results)
             else:
                 new = body(here, inner)
-            b.insert(scf.YieldOp(*new))
+            b.insert(yield_op(*new))
         finally:
             b.pop()
-        return b.insert(scf.ForOp(zero, b.index(shape[dim]), one, accs, block))
+        return b.insert(for_op(zero, b.index(shape[dim]), one, accs, block))
 
     return level(0, [], init)
