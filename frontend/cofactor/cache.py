@@ -191,7 +191,10 @@ def store_built(key: str, name: str, build: Callable[[int], None]) -> Path | Non
         # another process under the lock either sees this entry or runs after the addition.
         with cache_ledger.locked(kernels_fd) as ledger:
             placed = _place(kk_fd, staging, key)
-            _account(base, ledger, size if placed else 0, keep=key)
+            try:
+                _account(base, ledger, size if placed else 0, keep=key)
+            except OSError as err:  # the entry is stored: only the size was not checked
+                _warn(f"the cache's size was not checked: {err}")
     except OSError as err:
         _warn(f"not storing in the cache: {err}; compiling without it")
         return None

@@ -49,8 +49,11 @@ class Ledger:
         self._fd = fd
 
     def read(self) -> Usage | None:
-        """What the file says, or None when it is empty or not a ledger."""
-        return parse(os.pread(self._fd, 256, 0))
+        """What the file says, or None when it is empty, unreadable or not a ledger."""
+        try:
+            return parse(os.pread(self._fd, 256, 0))
+        except OSError:
+            return None
 
     def write(self, usage: Usage) -> None:
         data = f"{_MAGIC} {usage.total_bytes} {usage.counted_at!r}\n".encode()
