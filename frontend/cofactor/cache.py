@@ -10,7 +10,10 @@ a temporary folder inside the cache and renamed into place, so readers never see
 entry and the build folder may live on another file system. The record's modification time
 is the entry's last use: the least recently used entries are evicted when the cache grows
 past COFACTOR_CACHE_MAX_MB (default 500), except those used in the last 30 s, which another
-process may be about to load.
+process may be about to load. A store does not count the entries to know the cache's size:
+it adds its entry's size to the ledger (`cofactor.cache_ledger`), and the entries are counted
+only when the ledger passes the limit (a store then evicts down to 90% of it), is a day old,
+or cannot be trusted; so a store costs the same whatever the number of entries.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cofactor import safefs, toolchain
+from cofactor import cache_ledger, safefs, toolchain
 from cofactor.safefs import UntrustedPathError
 
 LIBRARY = "library.so"
@@ -38,6 +41,9 @@ DEFAULT_MAX_MB = 500.0
 STALE_SECONDS = 3600.0
 #: An entry used this recently is not evicted: another process may be about to load it.
 EVICT_GRACE_SECONDS = 30.0
+#: A store that finds the cache past its limit evicts down to this fraction of it, so that
+#: the next full count is a tenth of the limit's worth of stores away, not the next store.
+EVICT_DOWN_TO = 0.9
 
 
 class CacheWarning(UserWarning):
@@ -167,52 +173,89 @@ def store_built(key: str, name: str, build: Callable[[int], None]) -> Path | Non
     folder), and return the cached library's path; None when the cache cannot be used (a
     warning says why; the caller then builds the library elsewhere). Another process's
     valid entry wins. Errors of `build` other than OSError propagate; nothing is stored."""
+    kernels_fd = kk_fd = None
     try:
         base = root(create=True)
-        kk_fd = safefs.open_dirs(base, ("kernels", key[:2]), create=True)
+        kernels_fd = safefs.open_dirs(base, ("kernels",), create=True)
+        kk_fd = safefs.open_dir(key[:2], dir_fd=kernels_fd, create=True)
     except OSError as err:
+        for fd in (kernels_fd, kk_fd):
+            if fd is not None:
+                os.close(fd)
         _warn(f"not storing in the cache: {err}; compiling without it")
         return None
     staging = f".tmp-{key[:16]}-{secrets.token_hex(4)}"
     try:
-        fd = safefs.open_dir(staging, dir_fd=kk_fd, create=True)
-        try:
-            build(fd)
-            lib_fd = os.open(LIBRARY, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+        size = _stage(kk_fd, staging, key, name, build)
+        # Locked from before the rename to after the ledger is written: a count made by
+        # another process under the lock either sees this entry or runs after the addition.
+        with cache_ledger.locked(kernels_fd) as ledger:
+            placed = _place(kk_fd, staging, key)
             try:
-                os.fchmod(lib_fd, 0o600)  # whatever the umask gave the linker's output
-                data = safefs.read_fd(lib_fd)
-            finally:
-                os.close(lib_fd)
-            record = {
-                "key": key,
-                "name": name,
-                "size": len(data),
-                "sha256": hashlib.sha256(data).hexdigest(),
-            }
-            safefs.write_file(RECORD, json.dumps(record).encode(), dir_fd=fd)
-        finally:
-            os.close(fd)
-        for _ in range(3):
-            try:
-                os.rename(staging, key, src_dir_fd=kk_fd, dst_dir_fd=kk_fd)
-                break
-            except OSError as err:
-                if err.errno not in (errno.EEXIST, errno.ENOTEMPTY):
-                    raise
-            if _is_valid(kk_fd, key):  # stored by another process meanwhile
-                break
-            _discard(kk_fd, key)
-        else:
-            raise OSError(f"entry {key[:16]}... keeps being replaced")
+                _account(base, ledger, size if placed else 0, keep=key)
+            except OSError as err:  # the entry is stored: only the size was not checked
+                _warn(f"the cache's size was not checked: {err}")
     except OSError as err:
         _warn(f"not storing in the cache: {err}; compiling without it")
         return None
     finally:
         shutil.rmtree(staging, dir_fd=kk_fd, ignore_errors=True)
         os.close(kk_fd)
-    evict(keep=key)
+        os.close(kernels_fd)
     return base / "kernels" / key[:2] / key / LIBRARY
+
+
+def _stage(kk_fd: int, staging: str, key: str, name: str, build: Callable[[int], None]) -> int:
+    """Build the entry in the folder `staging`; returns its size (library and record)."""
+    fd = safefs.open_dir(staging, dir_fd=kk_fd, create=True)
+    try:
+        build(fd)
+        lib_fd = os.open(LIBRARY, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+        try:
+            os.fchmod(lib_fd, 0o600)  # whatever the umask gave the linker's output
+            data = safefs.read_fd(lib_fd)
+        finally:
+            os.close(lib_fd)
+        record = {
+            "key": key,
+            "name": name,
+            "size": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+        }
+        text = json.dumps(record).encode()
+        safefs.write_file(RECORD, text, dir_fd=fd)
+    finally:
+        os.close(fd)
+    return len(data) + len(text)
+
+
+def _place(kk_fd: int, staging: str, key: str) -> bool:
+    """Rename `staging` to entry `key`; False when another process's valid entry is there."""
+    for _ in range(3):
+        try:
+            os.rename(staging, key, src_dir_fd=kk_fd, dst_dir_fd=kk_fd)
+            return True
+        except OSError as err:
+            if err.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise
+        if _is_valid(kk_fd, key):  # stored by another process meanwhile
+            return False
+        _discard(kk_fd, key)
+    raise OSError(f"entry {key[:16]}... keeps being replaced")
+
+
+def _account(base: Path, ledger: cache_ledger.Ledger | None, added: int, keep: str) -> None:
+    """Add a new entry's `added` bytes to the ledger; count the entries (and evict) only
+    when the ledger cannot answer: missing or untrusted, past the limit, or too old."""
+    limit = max_bytes()
+    usage = ledger.read() if ledger is not None else None
+    if usage is not None:
+        usage = cache_ledger.Usage(usage.total_bytes + added, usage.counted_at)
+        if ledger.is_current(usage, limit, time.time()):
+            with contextlib.suppress(OSError):
+                ledger.write(usage)
+            return
+    _count_and_evict(base, ledger, keep=keep, limit=limit, down_to=int(limit * EVICT_DOWN_TO))
 
 
 def _is_valid(kk_fd: int, key: str) -> bool:
@@ -265,22 +308,44 @@ def entries() -> list[Entry]:
 def evict(*, keep: str | None = None) -> list[Entry]:
     """Remove the least recently used entries until the cache fits COFACTOR_CACHE_MAX_MB
     (never `keep`, the entry just stored, nor one used in the last EVICT_GRACE_SECONDS);
-    returns what was removed."""
-    limit = max_bytes()
-    found, stale = _scan(root())
+    returns what was removed. The entries are counted afresh, and the ledger updated."""
+    base = root()
+    try:
+        kernels_fd = safefs.open_dirs(base, ("kernels",))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    try:
+        with cache_ledger.locked(kernels_fd) as ledger:
+            limit = max_bytes()
+            return _count_and_evict(base, ledger, keep=keep, limit=limit, down_to=limit)
+    finally:
+        os.close(kernels_fd)
+
+
+def _count_and_evict(
+    base: Path, ledger: cache_ledger.Ledger | None, *, keep: str | None, limit: int, down_to: int
+) -> list[Entry]:
+    """Count every entry; past `limit`, remove the least recently used (as `evict` says)
+    until `down_to` bytes are left; write the total left into the ledger."""
+    counted_at = time.time()
+    found, stale = _scan(base)
     for path in stale:
         shutil.rmtree(path, ignore_errors=True)
     total = sum(e.size for e in found)
     removed = []
-    recent = time.time() - EVICT_GRACE_SECONDS
-    for entry in sorted(found, key=lambda e: e.last_used):
-        if total <= limit or entry.last_used > recent:
-            break
-        if entry.key == keep:
-            continue
-        shutil.rmtree(entry.path, ignore_errors=True)
-        total -= entry.size
-        removed.append(entry)
+    if total > limit:
+        recent = counted_at - EVICT_GRACE_SECONDS
+        for entry in sorted(found, key=lambda e: e.last_used):
+            if total <= down_to or entry.last_used > recent:
+                break
+            if entry.key == keep:
+                continue
+            shutil.rmtree(entry.path, ignore_errors=True)
+            total -= entry.size
+            removed.append(entry)
+    if ledger is not None:
+        with contextlib.suppress(OSError):
+            ledger.write(cache_ledger.Usage(total, counted_at))
     return removed
 
 
