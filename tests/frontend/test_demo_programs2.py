@@ -7,29 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pennylane as qml
 import pytest
+from demo_support import assert_matches_default_qubit, default, lightning
 from pennylane import numpy as pnp
 
 import cofactor
 from cofactor import CompileError
 
 pytestmark = pytest.mark.needs_toolchain
-
-
-def _lightning(n):
-    return qml.device("lightning.qubit", wires=n)
-
-
-def _default(n):
-    return qml.device("default.qubit", wires=n)
-
-
-def _assert_matches_default_qubit(body, args, wires, atol=1e-10):
-    got = cofactor.qjit(qml.QNode(body, _lightning(wires)))(*args)
-    expected = qml.QNode(body, _default(wires))(*args)
-    if not isinstance(expected, tuple):
-        got, expected = (got,), (expected,)
-    for g, e in zip(got, expected, strict=True):
-        np.testing.assert_allclose(g, e, atol=atol)
 
 
 # --- a Hamiltonian built inside a QNode is queued as a gate -----------------------------------
@@ -44,7 +28,7 @@ def _hamiltonian_sum(x, coefficient):
 def test_a_hamiltonian_queued_as_a_gate_is_named(coefficient):
     # PennyLane applies the operands' non-unitary matrices to the state (a wrong number);
     # cofactor failed at run time with "QubitUnitary: matrix is not unitary"
-    qnode = qml.QNode(lambda x: _hamiltonian_sum(x, coefficient), _lightning(2))
+    qnode = qml.QNode(lambda x: _hamiltonian_sum(x, coefficient), lightning(2))
     with pytest.raises(CompileError, match=r"X\(0\) .*is applied as a gate.*stop_recording"):
         cofactor.qjit(qnode)(0.4)
 
@@ -63,8 +47,8 @@ def test_a_hamiltonian_built_without_recording_and_a_unitary_sum_still_run():
         qml.RY(x, 0)
         return qml.state()
 
-    _assert_matches_default_qubit(measured, (0.4,), 2)
-    _assert_matches_default_qubit(unitary_sum, (0.4,), 1)
+    assert_matches_default_qubit(measured, (0.4,), 2)
+    assert_matches_default_qubit(unitary_sum, (0.4,), 1)
 
 
 # --- PennyLane's optimizers inside qjit ---------------------------------------------------------
@@ -81,7 +65,7 @@ def _ansatz(p):
 )
 def test_an_optimizer_step_inside_qjit_is_refused(optimizer):
     # was: the parameters came back unchanged (traced values carry no requires_grad)
-    qnode = qml.QNode(_ansatz, _lightning(2))
+    qnode = qml.QNode(_ansatz, lightning(2))
     opt = optimizer(0.1)
     with pytest.raises(CompileError, match=rf"{optimizer.__name__}\.step .*cofactor\.grad"):
         qml.qjit(lambda p: opt.step(qnode, p), compiler="cofactor")(np.array([0.3, 0.5, 0.7]))
@@ -90,7 +74,7 @@ def test_an_optimizer_step_inside_qjit_is_refused(optimizer):
 @pytest.mark.parametrize("optimizer", [qml.QNGOptimizerQJIT, qml.MomentumQNGOptimizerQJIT])
 def test_pennylane_s_qjit_optimizers_say_they_need_catalyst_or_jax(optimizer):
     # was: ModuleNotFoundError("Jax is required.")
-    qnode = qml.QNode(_ansatz, _lightning(2))
+    qnode = qml.QNode(_ansatz, lightning(2))
     opt = optimizer(0.1)
 
     def step(p):
@@ -103,14 +87,14 @@ def test_pennylane_s_qjit_optimizers_say_they_need_catalyst_or_jax(optimizer):
 def test_an_optimizer_outside_qjit_with_a_compiled_gradient():
     opt = qml.GradientDescentOptimizer(0.1)
     params = pnp.array([0.3, 0.5, 0.7], requires_grad=True)
-    grad_fn = qml.qjit(qml.grad(qml.QNode(_ansatz, _lightning(2))), compiler="cofactor")
-    got = opt.step(qml.QNode(_ansatz, _lightning(2)), params, grad_fn=grad_fn)
-    expected = opt.step(qml.QNode(_ansatz, _default(2)), params)
+    grad_fn = qml.qjit(qml.grad(qml.QNode(_ansatz, lightning(2))), compiler="cofactor")
+    got = opt.step(qml.QNode(_ansatz, lightning(2)), params, grad_fn=grad_fn)
+    expected = opt.step(qml.QNode(_ansatz, default(2)), params)
     np.testing.assert_allclose(got, expected, atol=1e-10)
 
 
 def test_vqe_shaped_while_loop_with_value_and_grad_matches_pennylane():
-    qnode = qml.QNode(_ansatz, _lightning(2))
+    qnode = qml.QNode(_ansatz, lightning(2))
 
     @qml.qjit(compiler="cofactor")
     def optimise(p):
@@ -122,7 +106,7 @@ def test_vqe_shaped_while_loop_with_value_and_grad_matches_pennylane():
         return cofactor.while_loop(lambda state: state[2] < 15)(body)((p, 0.0, 0))
 
     params, energy, steps = optimise(np.array([0.3, 0.5, 0.7]))
-    reference = qml.QNode(_ansatz, _default(2))
+    reference = qml.QNode(_ansatz, default(2))
     expected = pnp.array([0.3, 0.5, 0.7], requires_grad=True)
     for _ in range(15):
         expected_energy = reference(expected)
@@ -133,14 +117,14 @@ def test_vqe_shaped_while_loop_with_value_and_grad_matches_pennylane():
 
 
 def test_quantum_natural_gradient_pieces_inside_qjit():
-    qnode = qml.QNode(_ansatz, _lightning(2))
+    qnode = qml.QNode(_ansatz, lightning(2))
 
     @qml.qjit(compiler="cofactor")
     def pieces(p):
         return qml.grad(qnode)(p), qml.metric_tensor(qnode, approx="block-diag")(p)
 
     p = np.array([0.3, 0.5, 0.7])
-    reference = qml.QNode(_ansatz, _default(2))
+    reference = qml.QNode(_ansatz, default(2))
     trainable = pnp.array(p, requires_grad=True)
     g, metric = pieces(p)
     np.testing.assert_allclose(g, qml.grad(reference)(trainable), atol=1e-10)
@@ -160,7 +144,7 @@ def test_accelerate_says_cofactor_has_no_jax_when_called():
 # --- dynamic circuits (Catalyst's dynamic quantum circuits doc) ---------------------------------
 def test_measure_with_reset_counted_in_a_loop():
     @cofactor.qjit
-    @qml.qnode(_lightning(1))
+    @qml.qnode(lightning(1))
     def flips(x, n):
         def body(i, total):
             qml.RX(x, 0)
@@ -178,7 +162,7 @@ def test_postselected_measurement_controls_a_gate():
         qml.cond(qml.measure(0, postselect=1), qml.PauliX)(1)
         return qml.expval(qml.PauliZ(1)), qml.probs(wires=0)
 
-    _assert_matches_default_qubit(circuit, (0.7,), 3)  # (a wire for deferred measurement)
+    assert_matches_default_qubit(circuit, (0.7,), 3)  # (a wire for deferred measurement)
 
 
 def test_gates_on_wires_computed_from_an_argument():
@@ -188,8 +172,8 @@ def test_gates_on_wires_computed_from_an_argument():
         qml.RX(x, w + 1)
         return qml.probs()
 
-    _assert_matches_default_qubit(circuit, (1, 0.4), 4)
-    _assert_matches_default_qubit(circuit, (2, 0.4), 4)
+    assert_matches_default_qubit(circuit, (1, 0.4), 4)
+    assert_matches_default_qubit(circuit, (2, 0.4), 4)
 
 
 # --- templates not covered elsewhere -------------------------------------------------------------
@@ -265,7 +249,7 @@ def _mps(w):
     ids=lambda v: getattr(v, "__name__", "")[1:] or None,
 )
 def test_templates_match_default_qubit(body, arg, wires):
-    _assert_matches_default_qubit(body, (arg,), wires)
+    assert_matches_default_qubit(body, (arg,), wires)
 
 
 # --- classical pieces of hybrid programs ---------------------------------------------------------
@@ -295,9 +279,9 @@ def test_vmap_with_in_axes_and_out_axes_matches_a_python_loop():
         return qml.expval(qml.PauliZ(1)), qml.probs(wires=0)
 
     xs = np.array([[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]])
-    batched = cofactor.vmap(qml.QNode(circuit, _lightning(2)), in_axes=(1, None), out_axes=(0, 1))
+    batched = cofactor.vmap(qml.QNode(circuit, lightning(2)), in_axes=(1, None), out_axes=(0, 1))
     expvals, probs = cofactor.qjit(batched)(xs.T.copy(), 0.45)
-    reference = qml.QNode(circuit, _default(2))
+    reference = qml.QNode(circuit, default(2))
     np.testing.assert_allclose(expvals, [reference(x, 0.45)[0] for x in xs], atol=1e-12)
     np.testing.assert_allclose(probs, np.array([reference(x, 0.45)[1] for x in xs]).T, atol=1e-12)
 
@@ -323,11 +307,11 @@ def test_variational_classifier_gradient_over_a_dataset():
     data = np.array([[0, 0, 0], [0, 0, 1], [0, 1, 0], [1, 1, 1]])
     labels = np.array([-1.0, 1.0, 1.0, -1.0])
     weights = 0.3 * np.random.default_rng(0).normal(size=(2, 3, 3))
-    compiled = make_cost(qml.QNode(circuit, _lightning(3)))
+    compiled = make_cost(qml.QNode(circuit, lightning(3)))
     got = qml.qjit(qml.grad(compiled, argnums=[0, 1]), compiler="cofactor")(
         weights, 0.1, data, labels
     )
-    expected = qml.grad(make_cost(qml.QNode(circuit, _default(3))), argnums=[0, 1])(
+    expected = qml.grad(make_cost(qml.QNode(circuit, default(3))), argnums=[0, 1])(
         pnp.array(weights, requires_grad=True), pnp.array(0.1, requires_grad=True), data, labels
     )
     for g, e in zip(got, expected, strict=True):
@@ -340,7 +324,7 @@ def test_a_shot_vector_cuts_each_sample_into_its_partitions(mcm_method):
     # was: "shot vectors ... are not supported by cofactor"
     @cofactor.qjit(seed=11)
     @qml.set_shots(((2, 3), 4))
-    @qml.qnode(_lightning(2), mcm_method=mcm_method)
+    @qml.qnode(lightning(2), mcm_method=mcm_method)
     def circuit(x):
         qml.RX(x, 0)
         qml.CNOT([0, 1])
@@ -363,8 +347,8 @@ def test_a_single_sample_with_a_shot_vector_is_pennylane_s_layout():
         return qml.sample(wires=0)
 
     shots = [3, 5]
-    got = cofactor.qjit(qml.set_shots(qml.QNode(circuit, _lightning(1)), shots))()
-    expected = qml.set_shots(qml.QNode(circuit, _default(1)), shots)()
+    got = cofactor.qjit(qml.set_shots(qml.QNode(circuit, lightning(1)), shots))()
+    expected = qml.set_shots(qml.QNode(circuit, default(1)), shots)()
     assert isinstance(got, tuple)
     assert [np.shape(g) for g in got] == [np.shape(e) for e in expected]
 
@@ -377,7 +361,7 @@ def test_other_measurements_with_a_shot_vector_are_refused_by_name(measure):
         qml.Hadamard(0)
         return measure()
 
-    qnode = qml.set_shots(qml.QNode(circuit, _lightning(1)), [5, 7])
+    qnode = qml.set_shots(qml.QNode(circuit, lightning(1)), [5, 7])
     with pytest.raises(
         cofactor.CompileError, match=r"circuit: qml\.\w+: .*does not support shot-vectors"
     ):
@@ -407,9 +391,9 @@ def test_counts_of_an_observable_are_keyed_by_its_eigenvalues(observable):
         return qml.counts(observable(), all_outcomes=True)
 
     shots = 20000
-    compiled = cofactor.qjit(qml.set_shots(qml.QNode(circuit, _lightning(2)), shots), seed=5)
+    compiled = cofactor.qjit(qml.set_shots(qml.QNode(circuit, lightning(2)), shots), seed=5)
     keys, counts = compiled(0.7)
-    expected = qml.set_shots(qml.QNode(circuit, _default(2)), shots)(0.7)
+    expected = qml.set_shots(qml.QNode(circuit, default(2)), shots)(0.7)
     got = dict(zip(keys.tolist(), counts.tolist(), strict=True))
     assert sorted(got) == sorted(float(k) for k in expected)  # PennyLane's keys
     assert counts.sum() == shots
@@ -421,7 +405,7 @@ def test_counts_of_an_observable_are_keyed_by_its_eigenvalues(observable):
 def test_broadcasting_in_a_one_shot_circuit_says_so_in_catalyst_s_words():
     @cofactor.qjit
     @qml.set_shots(10)
-    @qml.qnode(_lightning(1), mcm_method="one-shot")
+    @qml.qnode(lightning(1), mcm_method="one-shot")
     def circuit(x):
         qml.RX(x, wires=0)
         qml.measure(0)
@@ -434,7 +418,7 @@ def test_broadcasting_in_a_one_shot_circuit_says_so_in_catalyst_s_words():
 # --- numpy.linalg.solve / inv of traced matrices (host callbacks) --------------------------------
 def test_a_quantum_natural_gradient_step_with_solve_inside_qjit():
     # was: "numpy.linalg.solve is not supported on traced values"
-    qnode = qml.QNode(_ansatz, _lightning(2))
+    qnode = qml.QNode(_ansatz, lightning(2))
 
     @qml.qjit(compiler="cofactor")
     def step(p):
@@ -442,7 +426,7 @@ def test_a_quantum_natural_gradient_step_with_solve_inside_qjit():
         return p - 0.1 * np.linalg.solve(metric + 0.01 * np.eye(3), qml.grad(qnode)(p))
 
     p = np.array([0.3, 0.5, 0.7])
-    reference = qml.QNode(_ansatz, _default(2))
+    reference = qml.QNode(_ansatz, default(2))
     trainable = pnp.array(p, requires_grad=True)
     metric = qml.metric_tensor(reference, approx="block-diag")(trainable)
     expected = p - 0.1 * np.linalg.solve(metric + 0.01 * np.eye(3), qml.grad(reference)(trainable))

@@ -8,28 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pennylane as qml
 import pytest
+from demo_support import assert_matches_default_qubit, default, lightning
 
 import cofactor
 from cofactor import CompileError
 
 pytestmark = pytest.mark.needs_toolchain
-
-
-def _lightning(n):
-    return qml.device("lightning.qubit", wires=n)
-
-
-def _default(n):
-    return qml.device("default.qubit", wires=n)
-
-
-def _assert_matches_default_qubit(body, args, wires, atol=1e-10):
-    got = cofactor.qjit(qml.QNode(body, _lightning(wires)))(*args)
-    expected = qml.QNode(body, _default(wires))(*args)
-    if not isinstance(expected, tuple):
-        got, expected = (got,), (expected,)
-    for g, e in zip(got, expected, strict=True):
-        np.testing.assert_allclose(g, e, atol=atol)
 
 
 # --- catalyst.mitigate_with_zne -------------------------------------------------------------
@@ -48,8 +32,8 @@ def _zne_two_expvals(w):
 def test_mitigate_with_zne_global_and_local_folding_give_the_noiseless_value():
     # noiseless simulator: every folded circuit gives the circuit's value; Catalyst's default
     # extrapolation (a polynomial through all points) returns it
-    circuit = qml.QNode(_zne_circuit, _lightning(2))
-    expected = qml.QNode(_zne_circuit, _default(2))(0.3)
+    circuit = qml.QNode(_zne_circuit, lightning(2))
+    expected = qml.QNode(_zne_circuit, default(2))(0.3)
 
     @cofactor.qjit
     def mitigated(x):
@@ -59,14 +43,14 @@ def test_mitigate_with_zne_global_and_local_folding_give_the_noiseless_value():
 
     g, loc, dg = mitigated(0.3)
     np.testing.assert_allclose([g, loc], [expected, expected], atol=1e-10)
-    expected_grad = qml.grad(qml.QNode(_zne_circuit, _default(2)))(qml.numpy.array(0.3))
+    expected_grad = qml.grad(qml.QNode(_zne_circuit, default(2)))(qml.numpy.array(0.3))
     np.testing.assert_allclose(dg, expected_grad, atol=1e-8)
 
 
 def test_mitigate_with_zne_extrapolators_and_several_expectation_values():
     w = np.linspace(0.1, 1.7, 12).reshape(2, 2, 3)
-    expected = qml.QNode(_zne_two_expvals, _default(2))(w)
-    circuit = qml.QNode(_zne_two_expvals, _lightning(2))
+    expected = qml.QNode(_zne_two_expvals, default(2))(w)
+    circuit = qml.QNode(_zne_two_expvals, lightning(2))
     zne = cofactor.mitigate_with_zne(
         scale_factors=[1, 3, 5],
         extrapolate=qml.noise.poly_extrapolate,
@@ -77,10 +61,10 @@ def test_mitigate_with_zne_extrapolators_and_several_expectation_values():
     assert isinstance(got, tuple) and len(got) == 2
     np.testing.assert_allclose(got, expected, atol=1e-9)
     # exponential_extrapolate (Catalyst's doc example) on the three noiseless values
-    results = np.array([qml.QNode(_zne_circuit, _default(2))(0.3)] * 3)
+    results = np.array([qml.QNode(_zne_circuit, default(2))(0.3)] * 3)
     exp = cofactor.qjit(
         lambda x: cofactor.mitigate_with_zne(
-            qml.QNode(_zne_circuit, _lightning(2)),
+            qml.QNode(_zne_circuit, lightning(2)),
             scale_factors=[1, 3, 5],
             extrapolate=qml.noise.exponential_extrapolate,
             extrapolate_kwargs={"asymptote": 2.0},
@@ -91,7 +75,7 @@ def test_mitigate_with_zne_extrapolators_and_several_expectation_values():
 
 
 def test_mitigate_with_zne_refusals_name_the_problem():
-    circuit = qml.QNode(_zne_circuit, _lightning(2))
+    circuit = qml.QNode(_zne_circuit, lightning(2))
     with pytest.raises(ValueError, match=r"found 2 in scale_factors.*odd positive integers"):
         cofactor.mitigate_with_zne(circuit, scale_factors=[1, 2])
     with pytest.raises(TypeError, match=r"found 1.0 in scale_factors.*odd positive integers"):
@@ -112,14 +96,14 @@ def test_mitigate_with_zne_refusals_name_the_problem():
     with pytest.raises(TypeError, match=r"Only expectations values and classical scalar"):
         cofactor.qjit(
             lambda x: cofactor.mitigate_with_zne(
-                qml.QNode(probabilities, _lightning(1)), scale_factors=[1, 3]
+                qml.QNode(probabilities, lightning(1)), scale_factors=[1, 3]
             )(x)
         )(0.3)
 
     with pytest.raises(CompileError, match=r"mitigate_with_zne_local_folding.*for_loop"):
         cofactor.qjit(
             lambda x: cofactor.mitigate_with_zne(
-                qml.QNode(_zne_looped, _lightning(2)), scale_factors=[1, 3], folding="local-all"
+                qml.QNode(_zne_looped, lightning(2)), scale_factors=[1, 3], folding="local-all"
             )(x, 2)
         )(0.3)
 
@@ -144,8 +128,8 @@ def test_mitigate_with_zne_global_folding_of_control_flow_and_of_a_function_of_q
     # Catalyst's doc example: a circuit with for_loops (the global fold is built from the
     # quantum function, U^dagger with cofactor.adjoint); and a function calling QNodes, each
     # call mitigated
-    looped = qml.QNode(_zne_looped, _lightning(2))
-    simple = qml.QNode(_zne_circuit, _lightning(2))
+    looped = qml.QNode(_zne_looped, lightning(2))
+    simple = qml.QNode(_zne_circuit, lightning(2))
 
     def program(x, n):
         return looped(x, n) + 2 * simple(x)
@@ -160,7 +144,7 @@ def test_mitigate_with_zne_global_folding_of_control_flow_and_of_a_function_of_q
     got_looped, got_program = mitigated(0.3, 3)
     expected_looped = cofactor.qjit(looped)(0.3, 3)
     np.testing.assert_allclose(got_looped, expected_looped, atol=1e-10)
-    expected_simple = qml.QNode(_zne_circuit, _default(2))(0.3)
+    expected_simple = qml.QNode(_zne_circuit, default(2))(0.3)
     np.testing.assert_allclose(got_program, expected_looped + 2 * expected_simple, atol=1e-10)
 
 
@@ -230,7 +214,7 @@ def test_block_encode_of_a_traced_matrix_is_refused_by_name_and_its_advice_works
         return qml.state()
 
     with pytest.raises(CompileError, match=r"qml.BlockEncode of a traced matrix.*QubitUnitary"):
-        cofactor.qjit(qml.QNode(traced, _lightning(2)))(_BLOCK)
+        cofactor.qjit(qml.QNode(traced, lightning(2)))(_BLOCK)
 
     def with_unitary(u, x):  # the advice: the unitary computed outside qjit
         qml.QSVT(qml.QubitUnitary(u, wires=[0, 1]), _qsvt_phases(x))
@@ -241,8 +225,8 @@ def test_block_encode_of_a_traced_matrix_is_refused_by_name_and_its_advice_works
         return qml.state()
 
     u = qml.matrix(qml.BlockEncode(_BLOCK, wires=[0, 1]))
-    got = cofactor.qjit(qml.QNode(with_unitary, _lightning(2)))(u, 0.3)
-    np.testing.assert_allclose(got, qml.QNode(with_block_encode, _default(2))(0.3), atol=1e-10)
+    got = cofactor.qjit(qml.QNode(with_unitary, lightning(2)))(u, 0.3)
+    np.testing.assert_allclose(got, qml.QNode(with_block_encode, default(2))(0.3), atol=1e-10)
 
 
 def _layered(params):
@@ -262,11 +246,11 @@ _LAYER_PARAMS = np.linspace(0.2, 1.4, 6).reshape(2, 3)
 def test_adjoint_metric_tensor_is_refused_by_name_and_the_full_metric_tensor_matches_it():
     # was "post-processing ... failed on traced results: 'Scalar' object has no attribute 'shots'"
     with pytest.raises(CompileError, match=r"adjoint_metric_tensor simulates.*metric_tensor"):
-        cofactor.qjit(qml.adjoint_metric_tensor(qml.QNode(_layered, _lightning(3))))(_LAYER_PARAMS)
-    got = cofactor.qjit(qml.metric_tensor(qml.QNode(_layered, _lightning(4)), approx=None))(
+        cofactor.qjit(qml.adjoint_metric_tensor(qml.QNode(_layered, lightning(3))))(_LAYER_PARAMS)
+    got = cofactor.qjit(qml.metric_tensor(qml.QNode(_layered, lightning(4)), approx=None))(
         _LAYER_PARAMS
     )
-    expected = qml.adjoint_metric_tensor(qml.QNode(_layered, _default(3)))(
+    expected = qml.adjoint_metric_tensor(qml.QNode(_layered, default(3)))(
         qml.numpy.array(_LAYER_PARAMS)
     )
     np.testing.assert_allclose(got, expected, atol=1e-10)
@@ -425,7 +409,7 @@ def _embeddings(x, w):
     ids=lambda v: getattr(v, "__name__", "").lstrip("_") or None,
 )
 def test_template_programs_match_default_qubit(body, args, wires):
-    _assert_matches_default_qubit(body, args, wires)
+    assert_matches_default_qubit(body, args, wires)
 
 
 # --- variational demos: optimisation loops, gradients, kernels, chemistry ----------------------
@@ -446,7 +430,7 @@ def test_qaoa_maxcut_gradient_descent_loop_matches_pennylane():
             qml.qaoa.mixer_layer(params[1, i], mixer_h)
         return qml.expval(cost_h)
 
-    compiled_qnode = qml.QNode(qaoa, _lightning(4))
+    compiled_qnode = qml.QNode(qaoa, lightning(4))
 
     @cofactor.qjit
     def optimise(params):
@@ -458,7 +442,7 @@ def test_qaoa_maxcut_gradient_descent_loop_matches_pennylane():
 
         return first_grad, compiled_qnode(step(params))
 
-    reference = qml.QNode(qaoa, _default(4))
+    reference = qml.QNode(qaoa, default(4))
     params = qml.numpy.array([[0.5, 0.3], [0.2, 0.7]])
     expected_grad = qml.grad(reference)(params)
     p = params
@@ -482,15 +466,15 @@ def test_data_reuploading_and_barren_plateau_gradients_match_autograd():
     @cofactor.qjit
     def grads(params, x, layer_params):
         return (
-            cofactor.grad(qml.QNode(_reuploading, _lightning(1)), argnums=0)(params, x),
-            cofactor.grad(qml.QNode(_layered, _lightning(3)))(layer_params),
+            cofactor.grad(qml.QNode(_reuploading, lightning(1)), argnums=0)(params, x),
+            cofactor.grad(qml.QNode(_layered, lightning(3)))(layer_params),
         )
 
     got = grads(params, x, _LAYER_PARAMS)
-    expected_reupload = qml.grad(qml.QNode(_reuploading, _default(1)), argnums=0)(
+    expected_reupload = qml.grad(qml.QNode(_reuploading, default(1)), argnums=0)(
         qml.numpy.array(params), qml.numpy.array(x, requires_grad=False)
     )
-    expected_layers = qml.grad(qml.QNode(_layered, _default(3)))(qml.numpy.array(_LAYER_PARAMS))
+    expected_layers = qml.grad(qml.QNode(_layered, default(3)))(qml.numpy.array(_LAYER_PARAMS))
     np.testing.assert_allclose(got[0], expected_reupload, atol=1e-8)
     np.testing.assert_allclose(got[1], expected_layers, atol=1e-8)
 
@@ -519,10 +503,10 @@ def _kernel_quantities(qnode, x):
 
 def test_quantum_kernel_matrices_and_target_alignment_match_pennylane():
     compiled = cofactor.qjit(
-        lambda x: _kernel_quantities(qml.QNode(_kernel_circuit, _lightning(2)), x)
+        lambda x: _kernel_quantities(qml.QNode(_kernel_circuit, lightning(2)), x)
     )
     got = compiled(_KERNEL_X)
-    expected = _kernel_quantities(qml.QNode(_kernel_circuit, _default(2)), _KERNEL_X)
+    expected = _kernel_quantities(qml.QNode(_kernel_circuit, default(2)), _KERNEL_X)
     for g, e in zip(got, expected, strict=True):
         np.testing.assert_allclose(g, e, atol=1e-10)
 
@@ -549,7 +533,7 @@ def test_vqe_h2_built_by_qchem_outside_qjit_matches_pennylane(h2_molecule):
         qml.UCCSD(w, wires=range(qubits), s_wires=s_wires, d_wires=d_wires, init_state=hf)
         return qml.expval(hamiltonian), qml.expval(spin2), qml.expval(number)
 
-    compiled = qml.QNode(double_excitation, _lightning(qubits))
+    compiled = qml.QNode(double_excitation, lightning(qubits))
 
     @cofactor.qjit
     def vqe(theta, w):
@@ -558,28 +542,28 @@ def test_vqe_h2_built_by_qchem_outside_qjit_matches_pennylane(h2_molecule):
             return t - 0.4 * cofactor.grad(compiled)(t), i + 1
 
         theta, _ = descend(theta, 0)
-        return compiled(theta), theta, qml.QNode(uccsd, _lightning(qubits))(w)
+        return compiled(theta), theta, qml.QNode(uccsd, lightning(qubits))(w)
 
-    reference = qml.QNode(double_excitation, _default(qubits))
+    reference = qml.QNode(double_excitation, default(qubits))
     t = qml.numpy.array(0.0)
     for _ in range(20):
         t = t - 0.4 * qml.grad(reference)(t)
     w = np.array([0.1, -0.05, 0.2])
     energy, theta, uccsd_values = vqe(0.0, w)
     np.testing.assert_allclose([energy, theta], [reference(t), t], atol=1e-8)
-    np.testing.assert_allclose(uccsd_values, qml.QNode(uccsd, _default(qubits))(w), atol=1e-10)
+    np.testing.assert_allclose(uccsd_values, qml.QNode(uccsd, default(qubits))(w), atol=1e-10)
 
 
 # --- Catalyst's documented API -----------------------------------------------------------------
 def test_catalyst_api_programs():
-    @qml.qnode(_lightning(2))
+    @qml.qnode(lightning(2))
     def layered(x, layers):
         for _ in range(layers):
             qml.RX(x, 0)
             qml.CNOT([0, 1])
         return qml.expval(qml.Z(1))
 
-    @qml.qnode(_lightning(1))
+    @qml.qnode(lightning(1))
     def branches(x):
         @cofactor.cond(x > 1.0)
         def rotate():
@@ -596,7 +580,7 @@ def test_catalyst_api_programs():
         rotate()
         return qml.expval(qml.Z(0))
 
-    @qml.qnode(_lightning(1))
+    @qml.qnode(lightning(1))
     def two_angles(x, y):
         qml.RX(x, 0)
         qml.RY(y, 0)
@@ -615,7 +599,7 @@ def test_catalyst_api_programs():
         )
 
     static = cofactor.qjit(layered, static_argnames="layers")
-    assert static(0.3, 3) == pytest.approx(qml.QNode(layered.func, _default(2))(0.3, 3), abs=1e-10)
+    assert static(0.3, 3) == pytest.approx(qml.QNode(layered.func, default(2))(0.3, 3), abs=1e-10)
     xs = np.array([0.1, 0.2, 0.3])
     for x, rotated in ((1.2, np.cos(1.2)), (0.7, np.cos(0.7)), (0.2, 1.0)):
         batch, host, branch = program(x, xs)
@@ -682,12 +666,12 @@ def _iterative_phase_estimation(x):
 def test_iterative_qpe_estimates_the_phase_as_pennylane():
     # was "cannot trace a value of type RZ" (PennyLane's for_loop carries the operator)
     theta = 5 * np.pi / 2  # RZ|1> = exp(i theta/2)|1>: phase 5/8 = 0b101, exact in 3 bits
-    got = cofactor.qjit(qml.QNode(_iterative_phase_estimation, _lightning(2)))(theta)
-    expected = qml.QNode(_iterative_phase_estimation, _default(5))(theta)
+    got = cofactor.qjit(qml.QNode(_iterative_phase_estimation, lightning(2)))(theta)
+    expected = qml.QNode(_iterative_phase_estimation, default(5))(theta)
     for g, e in zip(got, expected, strict=True):
         np.testing.assert_allclose(g, e, atol=1e-10)
     one_shot = qml.set_shots(
-        qml.QNode(_iterative_phase_estimation, _lightning(2), mcm_method="one-shot"), shots=50
+        qml.QNode(_iterative_phase_estimation, lightning(2), mcm_method="one-shot"), shots=50
     )
     probs, first_bit = cofactor.qjit(one_shot, seed=3)(theta)
     np.testing.assert_allclose(probs, np.eye(8)[5])
@@ -751,9 +735,9 @@ def _entropies(qnode, x, y):
 
 def test_entropies_of_density_matrices_use_a_complex_hermitian_eigh_without_a_gradient():
     # were refused (eigh of a traced complex matrix); values only
-    compiled = cofactor.qjit(lambda x, y: _entropies(qml.QNode(_bell_state, _lightning(2)), x, y))
+    compiled = cofactor.qjit(lambda x, y: _entropies(qml.QNode(_bell_state, lightning(2)), x, y))
     got = compiled(0.4, 0.9)
-    expected = _entropies(qml.QNode(_bell_state, _default(2)), 0.4, 0.9)
+    expected = _entropies(qml.QNode(_bell_state, default(2)), 0.4, 0.9)
     np.testing.assert_allclose(got, expected, atol=1e-10)
     hermitian = np.array([[1.0, 1j], [-1j, 2.0]])
     with pytest.raises(CompileError, match=r"eigvalsh \(complex Hermitian\).*method=\"fd\""):
@@ -775,7 +759,7 @@ def _entanglement(x):
 
 def test_vn_entropy_and_mutual_info_measurements_match_pennylane():
     # were refused ("measurement VnEntropyMP is not supported by cofactor")
-    _assert_matches_default_qubit(_entanglement, (0.7,), 3)
+    assert_matches_default_qubit(_entanglement, (0.7,), 3)
 
     def entropy(x):
         qml.RX(x, 0)
@@ -783,11 +767,11 @@ def test_vn_entropy_and_mutual_info_measurements_match_pennylane():
         return qml.vn_entropy(wires=[0])
 
     # its gradient: finite differences (Enzyme cannot see through the host eigvalsh)
-    fd = cofactor.qjit(cofactor.grad(qml.QNode(entropy, _lightning(2)), method="fd", h=1e-7))
-    expected = qml.grad(qml.QNode(entropy, _default(2)))(qml.numpy.array(0.7))
+    fd = cofactor.qjit(cofactor.grad(qml.QNode(entropy, lightning(2)), method="fd", h=1e-7))
+    expected = qml.grad(qml.QNode(entropy, default(2)))(qml.numpy.array(0.7))
     assert fd(0.7) == pytest.approx(expected, abs=1e-6)
     with pytest.raises(CompileError, match='method="fd"'):
-        cofactor.qjit(cofactor.grad(qml.QNode(entropy, _lightning(2))))(0.7)
+        cofactor.qjit(cofactor.grad(qml.QNode(entropy, lightning(2))))(0.7)
 
 
 # --- optimisation demos with Catalyst's control flow ---------------------------------------------
@@ -808,8 +792,8 @@ def _classifier(w, x):
 def test_quantum_natural_gradient_loop_and_a_vmapped_classifier_loss_match_pennylane():
     from pennylane import numpy as pnp
 
-    qng_qnode = qml.QNode(_qng_ansatz, _lightning(2))
-    classifier = qml.QNode(_classifier, _lightning(2))
+    qng_qnode = qml.QNode(_qng_ansatz, lightning(2))
+    classifier = qml.QNode(_classifier, lightning(2))
 
     def loss(w, x, y):
         return np.mean((cofactor.vmap(classifier, in_axes=(None, 0))(w, x) - y) ** 2)
@@ -829,14 +813,14 @@ def test_quantum_natural_gradient_loop_and_a_vmapped_classifier_loss_match_penny
     y = np.array([1.0, -1.0, 1.0])
     got_p, got_grad = program(p0, w, x, y)
 
-    reference = qml.QNode(_qng_ansatz, _default(2))
+    reference = qml.QNode(_qng_ansatz, default(2))
     p = pnp.array(p0)
     for _ in range(5):
         metric = qml.metric_tensor(reference, approx="block-diag")(p)
         p = p - 0.1 * np.linalg.solve(metric + 0.01 * np.eye(3), qml.grad(reference)(p))
     np.testing.assert_allclose(got_p, p, atol=1e-8)
 
-    reference_classifier = qml.QNode(_classifier, _default(2))
+    reference_classifier = qml.QNode(_classifier, default(2))
 
     def reference_loss(w):
         predictions = qml.math.stack([reference_classifier(w, row) for row in x])
@@ -848,7 +832,7 @@ def test_quantum_natural_gradient_loop_and_a_vmapped_classifier_loss_match_penny
 def test_polyfit_of_traced_values_as_a_zne_extrapolation():
     # np.polyfit was refused; with constant sample points it is a constant pseudo-inverse
     # times the values (Catalyst's test extrapolates with jnp.polyfit(scale_factors, y, 2))
-    circuit = qml.QNode(_zne_circuit, _lightning(2))
+    circuit = qml.QNode(_zne_circuit, lightning(2))
 
     def quadratic_at_zero(scale_factors, results):
         return np.polyfit(scale_factors, results, 2)[-1]
@@ -866,7 +850,7 @@ def test_polyfit_of_traced_values_as_a_zne_extrapolation():
 
     y = np.array([0.8, 0.7, 0.62, 0.55])
     zne, coefficients, slope_grad = program(0.3, y)
-    assert zne == pytest.approx(qml.QNode(_zne_circuit, _default(2))(0.3), abs=1e-9)
+    assert zne == pytest.approx(qml.QNode(_zne_circuit, default(2))(0.3), abs=1e-9)
     np.testing.assert_allclose(coefficients, np.polyfit([1.0, 2.0, 4.0, 5.0], y, 2), atol=1e-12)
     # the least-squares slope is linear in y: its gradient is the pseudo-inverse's first row
     np.testing.assert_allclose(slope_grad, np.linalg.pinv(np.vander([1.0, 2.0, 4.0], 2))[0])
