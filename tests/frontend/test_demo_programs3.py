@@ -656,6 +656,26 @@ def test_pinv_eigvalsh_eigh_values_and_gradients_match_numpy_and_autograd():
     np.testing.assert_allclose(spectrum_grad, expected_spectrum_grad, atol=1e-8)
 
 
+def test_eigh_result_has_numpys_field_names_inside_and_out_of_qjit():
+    """numpy 2's eigh returns a namedtuple: `.eigenvalues` works in traced code and the
+    compiled function returns the same class."""
+    s = np.array([[2.0, 0.5, 0.1], [0.5, 1.0, 0.3], [0.1, 0.3, 0.5]])
+    expected = np.linalg.eigh(s)
+
+    @cofactor.qjit
+    def program(a):
+        result = np.linalg.eigh(a)
+        return result, result.eigenvalues.sum()
+
+    result, total = program(s)
+    assert type(result) is type(expected)
+    np.testing.assert_allclose(result.eigenvalues, expected.eigenvalues, atol=1e-12)
+    np.testing.assert_allclose(
+        np.abs(result.eigenvectors), np.abs(expected.eigenvectors), atol=1e-12
+    )
+    np.testing.assert_allclose(total, np.trace(s), atol=1e-12)
+
+
 # --- qml.iterative_qpe ---------------------------------------------------------------------------
 def _iterative_phase_estimation(x):
     qml.X(0)

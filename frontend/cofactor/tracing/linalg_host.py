@@ -181,7 +181,7 @@ def _eigh(a: Any, **kwargs: Any) -> Any:
         w, v = _hermitian_forward_only(
             "eigh", lambda m: tuple(np.linalg.eigh(m)), result, hermitian
         )
-        return w, v
+        return _eigh_result(w, v)
     [a] = _real_matrices("eigh", a)
 
     def eigh(a_value: np.ndarray) -> tuple:
@@ -198,10 +198,14 @@ def _eigh(a: Any, **kwargs: Any) -> Any:
     callback = PureCallback(eigh, (np.zeros(n), np.zeros((n, n))))
     callback.fwd(lambda *ins: (eigh(*ins), ins))
     callback.bwd(eigh_vjp)
-    # a plain (w, v) tuple: `w, v = eigh(a)` as with numpy's namedtuple (whose field names,
-    # `.eigenvalues`, a compiled function's results could not carry)
-    w, v = callback(a)
-    return w, v
+    return _eigh_result(*callback(a))
+
+
+def _eigh_result(w: Any, v: Any) -> Any:
+    """numpy's result of eigh: a namedtuple (`.eigenvalues`, `.eigenvectors`) in numpy 2, a
+    plain tuple before; namedtuples are pytree nodes, so it can be a compiled result too."""
+    kind = type(np.linalg.eigh(np.eye(1)))
+    return (w, v) if kind is tuple else kind(w, v)
 
 
 def _polyfit(x: Any, y: Any, deg: Any, *args: Any, **kwargs: Any) -> Tracer:
