@@ -192,3 +192,38 @@ def test_clifford_t_traced_angles_state_with_global_phase():
     compiled = _jit(qml.clifford_t_decomposition(exact, method="gridsynth", epsilon=1e-4))
     for x in (0.4, -2.2):
         np.testing.assert_allclose(compiled(x), exact(x), atol=1e-3)
+
+
+def _clear_pennylane_search_caches():
+    from pennylane.ops.op_math.decompositions import grid_problems, norm_solver
+
+    for module in (grid_problems, norm_solver, normal_forms):
+        for value in vars(module).values():
+            if hasattr(value, "cache_clear"):
+                value.cache_clear()
+
+
+def test_run_time_search_never_queues_into_another_threads_circuit():
+    """The run-time search builds PennyLane operators; PennyLane's queuing is process-wide, so
+    while another thread builds a circuit they landed on its tape (concurrent compiles gave
+    other states). The search now waits until no thread builds a circuit."""
+    import threading
+
+    @_jit
+    @qml.qnode(dev2)
+    def c(x):
+        rs_decomposition(qml.RZ(x, 0), 1e-2, is_qjit=True)
+        return qml.state()
+
+    c(0.1)  # compiled here; the call below only runs the search
+    _clear_pennylane_search_caches()  # so that the search builds its operators again
+    results = []
+    with qml.queuing.AnnotatedQueue() as queue:  # another circuit being built
+        worker = threading.Thread(target=lambda: results.append(c(0.3)))
+        worker.start()
+        worker.join(timeout=2.0)
+        queued = list(queue.queue)
+    worker.join()
+    assert queued == []
+    ref = qml.qnode(dev2)(lambda x: (rs_decomposition(qml.RZ(x, 0), 1e-2), qml.state())[1])
+    np.testing.assert_allclose(results[0], ref(0.3), atol=1e-10)

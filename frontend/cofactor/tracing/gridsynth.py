@@ -82,13 +82,26 @@ def encode(ops: list[Any], size: int) -> tuple[np.ndarray, int, float]:
     return np.array(codes + [0] * (size - len(codes)), dtype=np.int64), len(codes), phase
 
 
+@contextlib.contextmanager
+def outside_every_tape() -> Iterator[None]:
+    """Where PennyLane's search may build its operators at run time. PennyLane's queuing is
+    process-wide: an operator built while another thread builds a circuit lands on that
+    thread's tape (a wrong circuit there: gates of this word in another thread's trace), and
+    `stop_recording` alone would hide that thread's own gates for the moment it lasts.
+    PennyLane's queue lock (a re-entrant lock every thread holds while it builds a circuit,
+    cofactor's traces too) waits until no other thread builds one."""
+    with qml.queuing.AnnotatedQueue._lock, qml.QueuingManager.stop_recording():
+        yield
+
+
 def run_time_word(angle: Any, size: int, decompose: Callable[[float], list[Any]]) -> tuple:
     """(codes, count, phase) as traced values: `decompose` runs at run time on the angle."""
     from cofactor.api_extensions.callbacks import pure_callback
     from cofactor.jit import ShapeDtype
 
     def search(a: Any) -> tuple[np.ndarray, int, float]:
-        return encode(decompose(float(np.asarray(a))), size)
+        with outside_every_tape():
+            return encode(decompose(float(np.asarray(a))), size)
 
     result_type = (ShapeDtype((size,), np.int64), int, float)
     return pure_callback(search, result_type=result_type)(angle)
@@ -215,9 +228,10 @@ def _jax_free_ops() -> Any:
             size = 3 * int(upper_bounded_size) + 4
 
             def search(a: Any) -> tuple[np.ndarray, int, float, float]:
-                with traced_angles():  # at run time, outside the trace
-                    info, g_phase, phase = fn(float(np.asarray(a)), upper_bounded_size)
-                codes, count, _ = encode(_compressed_to_ops(info), size)
+                with outside_every_tape():
+                    with traced_angles():  # at run time, outside the trace
+                        info, g_phase, phase = fn(float(np.asarray(a)), upper_bounded_size)
+                    codes, count, _ = encode(_compressed_to_ops(info), size)
                 return codes, count, float(g_phase), float(phase)
 
             if not _traced(angle):
