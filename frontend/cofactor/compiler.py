@@ -125,7 +125,7 @@ LLC_FLAGS: tuple[str, ...] = (
 )
 
 #: Bumped whenever the driver changes what it produces from the same IR.
-DRIVER_VERSION = "8"
+DRIVER_VERSION = "9"
 
 STAGE_FILES = {
     "mlir": "module.mlir",
@@ -186,8 +186,13 @@ def _native(mlir_text: str, output: Path | None, keep_stages: bool) -> native_co
     runtime = toolchain.find("runtime")
     # -Bsymbolic: calls inside the library go to its own functions even when one is named
     # like a symbol of a library loaded earlier (a qjit function `step` would otherwise call
-    # glibc's `step` and crash).
+    # glibc's `step` and crash). --as-needed: a library that calls no `cf_rt_*` function (a
+    # classical program) does not depend on the runtime, whose load (a 5 MB C++ library)
+    # was 0.4-0.5 ms of the first call of such a program; its calls into the C library and
+    # libm resolve in the process as before, and the launcher loads the runtime (whose
+    # dependencies, libgcc_s among them, then resolve the rest) if one does not.
     link_args = (
+        "--as-needed",
         f"-L{runtime.parent}",
         f"-l:{runtime.name}",
         "-rpath",
