@@ -208,7 +208,7 @@ class Launcher:
         # the loaded copy by its name, without searching the library's RUNPATH (tens of
         # file lookups on the first call of a process).
         self._runtime = _runtime() if check_runtime else None
-        self.lib = Library(str(so_path))
+        self.lib = _load(str(so_path))
         # not at interpreter exit: a daemon thread may still be running the code
         weakref.finalize(self.lib, _unload, self.lib._handle).atexit = False
         self._fn = self.lib[f"_mlir_ciface_{name}"]  # (not cached on self.lib)
@@ -284,6 +284,22 @@ def _unload(handle: int) -> None:
         _dlclose(handle)
     except OSError:
         pass
+
+
+def _load(path: str) -> Library:
+    """Load a compiled library. One that does not depend on the runtime (a classical
+    program: the driver links the runtime only when it is called) may still call a helper
+    of the compiler's support library, libgcc_s (e.g. `__powidf2`), which the runtime's
+    dependencies bring: a library that fails on an undefined symbol is loaded again once
+    the runtime and its dependencies are loaded (RTLD_GLOBAL), where such a library always
+    found them when it depended on the runtime."""
+    try:
+        return Library(path)
+    except OSError as err:
+        if "undefined symbol" not in str(err):
+            raise
+    _runtime()
+    return Library(path)
 
 
 @functools.cache

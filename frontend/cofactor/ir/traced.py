@@ -25,14 +25,52 @@ def gc_paused() -> Iterator[None]:
     """Python's cycle collector off while a trace runs: a trace allocates hundreds of thousands
     of long-lived objects (IR, operators), and the collections they trigger cost a quarter of
     the trace of a long circuit. Garbage made meanwhile is collected once the collector is
-    back on. (Another thread's trace may turn it back on early; that only costs time.)"""
+    back on (see `_promote_young`). (Another thread's trace may turn it back on early; that
+    only costs time.)"""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            _promote_young()
             gc.enable()
+
+
+#: Objects `_promote_young` moved to the oldest generation since the last full collection.
+_promoted = 0
+_full_collections_seen = -1
+#: Beyond this many, traces leave their objects to the young generation again until Python
+#: runs a full collection (which frees the garbage of the traces promoted before it).
+PROMOTE_LIMIT = 200_000
+
+
+def _promote_young() -> None:
+    """Move the objects made while the collector was paused to the oldest generation.
+
+    Re-enabled with thousands of new objects in the young generation, the collector runs at
+    the next allocation and walks every one of them: on the first call of a gradient of
+    tanh(W x) that was ~1 ms, more than the trace's printing, for objects that are nearly
+    all the module and live on. `gc.freeze()` + `gc.unfreeze()` moves every tracked object
+    to the oldest generation without walking it (two list splices). What the trace left as
+    cyclic garbage is freed by the next full collection instead of the next young one; so
+    that it cannot pile up, at most PROMOTE_LIMIT objects are promoted between two full
+    collections (Python runs those when the old generation has grown by a quarter; after
+    the limit, traces leave their objects to the young generation as before, whose
+    survivors count towards that growth). Not done when the program froze objects itself
+    (`gc.unfreeze()` would release them)."""
+    global _promoted, _full_collections_seen
+    young = gc.get_count()[0]
+    if young <= gc.get_threshold()[0] or gc.get_freeze_count():
+        return  # no collection due, or frozen objects of the program's own
+    full = gc.get_stats()[-1]["collections"]
+    if full != _full_collections_seen:  # the garbage promoted before has been collected
+        _full_collections_seen, _promoted = full, 0
+    if _promoted + young > PROMOTE_LIMIT:
+        return
+    _promoted += young
+    gc.freeze()
+    gc.unfreeze()
 
 
 class TracedModule:
