@@ -2,41 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <new>
 #include <string>
-#include <unistd.h>
 
 #include "Error.hpp"
 #include "TermSampling.hpp"
 
 namespace cf {
-
-// ---- memory ---------------------------------------------------------------------------------
-double availableMemory() {
-    // MemAvailable, not MemFree: page cache is reclaimable. Linux overcommits, so a
-    // too-large std::vector would not throw bad_alloc but get the process OOM-killed later,
-    // when its pages are first touched; hence this explicit check.
-    std::ifstream meminfo("/proc/meminfo");
-    std::string key;
-    double kb;
-    std::string unit;
-    while (meminfo >> key >> kb) {
-        std::getline(meminfo, unit);
-        if (key == "MemAvailable:") return kb * 1024.0;
-    }
-    const long pages = sysconf(_SC_AVPHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
-    return pages > 0 && pageSize > 0 ? double(pages) * double(pageSize) : 1e18;
-}
-
-void checkMemory(double bytes, const char *what) {
-    if (bytes <= kSmallAllocation) return; // not worth reading /proc/meminfo for
-    const double avail = availableMemory();
-    if (bytes > 0.9 * avail)
-        fail(CF_ERR_OUT_OF_MEMORY, what, " needs ", bytes / (1 << 20), " MiB but only ",
-             avail / (1 << 20), " MiB of memory are available");
-}
 
 // ---- applying operations --------------------------------------------------------------------
 Controls operationControls(const Operation &op) {
@@ -279,6 +252,7 @@ std::vector<uint32_t> StateVectorDevice::drawOutcomes(const std::vector<double> 
     }
     for (uint32_t i : large) prob[i] = 1.0; // leftovers are 1 up to rounding
     for (uint32_t i : small) prob[i] = 1.0;
+    checkMemory(double(shots) * sizeof(uint32_t), "the outcomes of the shots");
     std::vector<uint32_t> out(static_cast<size_t>(shots));
     for (auto &o : out) {
         const double x = uniform() * double(N);
@@ -313,6 +287,7 @@ void StateVectorDevice::sampleTerm(const ObsTerm &t, double &mean, double *var) 
         if (var) *var = 0;
         return;
     }
+    checkMemory(double(sv_.size()) * sizeof(cplx), "the copy of the state sampling an observable needs");
     StateBuffer rotated = sv_;
     const TermBasis basis = rotateToEigenbasis(t, rotated.data(), n_);
     std::vector<double> p(size_t(1) << basis.wires.size());

@@ -25,7 +25,8 @@ const int64_t *operationTargets(const Operation &op);
 // sv = dU/d(param j) sv for a PauliRot, on the target wires only (controls as above).
 void applyPauliRotDerivative(cplx *sv, int n, const Operation &op);
 
-// Bytes the process can still allocate (MemAvailable); checkMemory throws
+// Bytes the process can still allocate (MemAvailable, and its memory cgroup's limit less
+// its usage: MemoryBudget.cpp); checkMemory throws
 // CF_ERR_OUT_OF_MEMORY unless `bytes` more fit (with a margin); `what` names the use.
 double availableMemory();
 void checkMemory(double bytes, const char *what);
