@@ -236,12 +236,21 @@ class Launcher:
             outs: list[Any] = [None] * self._n_out
             for i, get_array in slot.array_outs:  # fresh result arrays, before the call
                 outs[i] = get_array()
-            if self._seeded:
-                self._call_seeded(slot.ptrs)
-            elif self._callbacks:
-                self._call_with_callbacks(slot.ptrs)
-            else:
-                self._call_plain(slot.ptrs)
+            seeded = self._seeded
+            if seeded:
+                previous = self._runtime.cf_rt_seeded_call_begin()
+            try:
+                if self._callbacks:
+                    self._call_with_callbacks(slot.ptrs)
+                else:
+                    try:
+                        self._fn(*slot.ptrs)
+                    except KeyboardInterrupt:  # Python's SIGINT handler, right after the call
+                        self._forget_interrupt()
+                        raise
+            finally:
+                if seeded:
+                    self._runtime.cf_rt_seeded_call_end(previous)
             del keep
             if self._error_code is not None and self._error_code():
                 self._raise_runtime_error()
@@ -250,24 +259,6 @@ class Launcher:
         finally:
             pool.append(slot)
         return outs
-
-    def _call_plain(self, ptrs: list[int]) -> None:
-        try:
-            self._fn(*ptrs)
-        except KeyboardInterrupt:  # Python's SIGINT handler, right after the call
-            self._forget_interrupt()
-            raise
-
-    def _call_seeded(self, ptrs: list[int]) -> None:
-        runtime = self._runtime
-        previous = runtime.cf_rt_seeded_call_begin()
-        try:
-            if self._callbacks:
-                self._call_with_callbacks(ptrs)
-            else:
-                self._call_plain(ptrs)
-        finally:
-            runtime.cf_rt_seeded_call_end(previous)
 
     def _call_with_callbacks(self, ptrs: list[int]) -> None:
         from cofactor.api_extensions import callbacks
