@@ -1,6 +1,7 @@
 #include "StateVectorDevice.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <new>
@@ -8,6 +9,8 @@
 
 #include "Error.hpp"
 #include "TermSampling.hpp"
+
+#include <pthread.h>
 
 namespace cf {
 
@@ -120,6 +123,21 @@ GateMatrix gateDerivative(const Operation &op, int j) {
 }
 
 // ---- device -----------------------------------------------------------------------------
+namespace {
+// Forks of this process so far (counted in the child). An unseeded stream drawn before a
+// fork would otherwise run on identically in the parent and in every child: workers of a
+// fork-based multiprocessing pool all sampled the same "random" outcomes.
+std::atomic<uint64_t> forks{0};
+uint64_t forkCount() {
+    static const bool registered = [] {
+        pthread_atfork(nullptr, nullptr, [] { forks.fetch_add(1, std::memory_order_relaxed); });
+        return true;
+    }();
+    (void)registered;
+    return forks.load(std::memory_order_relaxed);
+}
+} // namespace
+
 StateVectorDevice::StateVectorDevice(int numQubits, int64_t shots, int64_t seed) : n_(numQubits) {
     const double bytes = std::ldexp(double(sizeof(cplx)), numQubits);
     checkMemory(bytes, "the state vector");
@@ -143,14 +161,16 @@ void StateVectorDevice::reset(int64_t shots, int64_t seed) {
     }
     if (seed >= 0) {
         rng_.seed(uint64_t(seed));
-    } else if (!entropySeeded_) {
-        // Unseeded: draw from the system's entropy once, then let the stream run on across
+    } else if (!entropySeeded_ || entropyForks_ != forkCount()) {
+        // Unseeded: draw from the system's entropy once (and again in a forked child, see
+        // forkCount), then let the stream run on across
         // reuses of this device (reading std::random_device costs ~45 us, more than a
         // small circuit, and consecutive streams need no fresh entropy to be independent).
         std::random_device rd;
         rng_.seed((uint64_t(rd()) << 32) ^ rd());
     }
     entropySeeded_ = seed < 0;
+    entropyForks_ = forkCount();
     resetState();
 }
 

@@ -87,6 +87,7 @@ class StateVectorDevice final : public QuantumDevice {
     StateBuffer sv_;
     std::mt19937_64 rng_;
     bool entropySeeded_ = false; // the stream came from std::random_device, not a seed
+    uint64_t entropyForks_ = 0;  // forkCount() when it did (a forked child draws anew)
     GateFuser fuser_;
     bool tapeFromZero_ = false; // the recorded tape started from |0...0> (tapeStarting)
 };
