@@ -261,6 +261,7 @@ class QJIT:
             out_specs,
             checks_runtime or has_callbacks,
             callbacks=has_callbacks,
+            seeded=self.seed is not None and checks_runtime,
         )
         self.compile_count += 1
         if self.verbose:

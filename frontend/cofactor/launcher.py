@@ -203,6 +203,7 @@ class Launcher:
         check_runtime: bool,
         *,
         callbacks: bool = False,
+        seeded: bool = False,
     ) -> None:
         # The runtime first (RTLD_GLOBAL): the library's dependency on it then resolves to
         # the loaded copy by its name, without searching the library's RUNPATH (tens of
@@ -216,6 +217,9 @@ class Launcher:
         self._fn.argtypes = [ctypes.c_void_p] * (len(inputs) + len(outputs))
         self._error_code = self._runtime.cf_rt_error_code if self._runtime else None
         self._callbacks = callbacks  # Python callbacks: their exceptions are re-raised
+        # qjit(seed=...): the runtime counts a circuit's runs within each call, so that
+        # they sample differently while every call repeats the last (runtime.h)
+        self._seeded = seeded and self._runtime is not None
         self._inputs, self._outputs = tuple(inputs), tuple(outputs)
         self._n_out = len(outputs)
         self._pool: list[_Slot] = [_Slot(inputs, outputs)]
@@ -232,14 +236,21 @@ class Launcher:
             outs: list[Any] = [None] * self._n_out
             for i, get_array in slot.array_outs:  # fresh result arrays, before the call
                 outs[i] = get_array()
-            if self._callbacks:
-                self._call_with_callbacks(slot.ptrs)
-            else:
-                try:
-                    self._fn(*slot.ptrs)
-                except KeyboardInterrupt:  # Python's SIGINT handler, right after the call
-                    self._forget_interrupt()
-                    raise
+            seeded = self._seeded
+            if seeded:
+                previous = self._runtime.cf_rt_seeded_call_begin()
+            try:
+                if self._callbacks:
+                    self._call_with_callbacks(slot.ptrs)
+                else:
+                    try:
+                        self._fn(*slot.ptrs)
+                    except KeyboardInterrupt:  # Python's SIGINT handler, right after the call
+                        self._forget_interrupt()
+                        raise
+            finally:
+                if seeded:
+                    self._runtime.cf_rt_seeded_call_end(previous)
             del keep
             if self._error_code is not None and self._error_code():
                 self._raise_runtime_error()

@@ -42,6 +42,8 @@ SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "cf_rt_index_error": (None, [c_int64, c_int64, c_int64]),
     "cf_rt_device_acquire": (c_int64, [c_int64, c_int64, c_int64]),
     "cf_rt_device_release": (None, []),
+    "cf_rt_seeded_call_begin": (c_int64, []),
+    "cf_rt_seeded_call_end": (None, [c_int64]),
     "cf_rt_num_qubits": (c_int64, []),
     "cf_rt_shots": (c_int64, []),
     "cf_rt_set_distributed": (c_int64, [c_int64]),

@@ -11,6 +11,7 @@ change a folder that passed, so loading the same path afterwards loads those byt
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -24,6 +25,25 @@ _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 class UntrustedPathError(OSError):
     """A folder or file that cofactor would load code from fails an ownership check."""
+
+
+def _is_link(name: str | os.PathLike, dir_fd: int | None) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _open_no_follow(name: str | os.PathLike, flags: int, dir_fd: int | None, what: str) -> int:
+    """`os.open` with O_NOFOLLOW; a symbolic link in the name's place is an untrusted path
+    (ELOOP, or ENOTDIR for a folder), so that callers discard it like any other refused
+    entry instead of failing with a bare OSError."""
+    try:
+        return os.open(name, flags, dir_fd=dir_fd)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(name, dir_fd):
+            raise UntrustedPathError(f"{what} {name} is a symbolic link") from err
+        raise
 
 
 def _describe(st: os.stat_result) -> str:
@@ -106,7 +126,7 @@ def open_dir(name: str | os.PathLike, *, dir_fd: int | None = None, create: bool
             created = False
     else:
         created = False
-    fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    fd = _open_no_follow(name, _DIR_FLAGS, dir_fd, "cache folder")
     try:
         if created:
             os.fchmod(fd, 0o700)  # the umask may have removed bits from the 0700 asked
@@ -151,7 +171,7 @@ def open_file_stat(
 ) -> tuple[int, os.stat_result]:
     """`open_file`, with the `fstat` of the descriptor that was checked (its size: the
     expected length for `read_fd` and `sha256_fd`)."""
-    fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    fd = _open_no_follow(name, _FILE_FLAGS, dir_fd, what)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

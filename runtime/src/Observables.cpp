@@ -4,6 +4,7 @@
 
 #include "Error.hpp"
 #include "StateVector.hpp"
+#include "StateVectorDevice.hpp"
 
 namespace cf {
 
@@ -218,7 +219,10 @@ double expvalAnalytic(const Observable &obs, const cplx *sv, int n) {
             total += t.coeff * pauliExpval(sv, size, pm.x, pm.y, pm.z);
             continue;
         }
-        if (tmp.empty()) tmp.resize(size);
+        if (tmp.empty()) {
+            checkMemory(double(size) * sizeof(cplx), "the copy of the state an expectation value needs");
+            tmp.resize(size);
+        }
         copyState(tmp.data(), sv, size);
         applyTerm(t, tmp.data(), n);
         total += t.coeff * innerProduct(sv, tmp.data(), size).real();
@@ -234,7 +238,10 @@ double varAnalytic(const Observable &obs, const cplx *sv, int n) {
         return c * c * (1.0 - e * e);
     }
     // Var = <O psi|O psi> - <psi|O psi>^2 (O Hermitian)
-    StateBuffer opsi(size), scratch(needsScratch(obs, n) ? size : 0);
+    const bool scratchNeeded = needsScratch(obs, n);
+    checkMemory(double(size) * sizeof(cplx) * (scratchNeeded ? 2 : 1),
+                "the copies of the state a variance needs");
+    StateBuffer opsi(size), scratch(scratchNeeded ? size : 0);
     applyObservable(obs, sv, opsi.data(), scratch.data(), n);
     const double mean = innerProduct(sv, opsi.data(), size).real();
     return norm2(opsi.data(), size) - mean * mean;

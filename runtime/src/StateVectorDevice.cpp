@@ -1,42 +1,18 @@
 #include "StateVectorDevice.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <new>
 #include <string>
-#include <unistd.h>
 
 #include "Error.hpp"
 #include "TermSampling.hpp"
 
+#include <pthread.h>
+
 namespace cf {
-
-// ---- memory ---------------------------------------------------------------------------------
-double availableMemory() {
-    // MemAvailable, not MemFree: page cache is reclaimable. Linux overcommits, so a
-    // too-large std::vector would not throw bad_alloc but get the process OOM-killed later,
-    // when its pages are first touched; hence this explicit check.
-    std::ifstream meminfo("/proc/meminfo");
-    std::string key;
-    double kb;
-    std::string unit;
-    while (meminfo >> key >> kb) {
-        std::getline(meminfo, unit);
-        if (key == "MemAvailable:") return kb * 1024.0;
-    }
-    const long pages = sysconf(_SC_AVPHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
-    return pages > 0 && pageSize > 0 ? double(pages) * double(pageSize) : 1e18;
-}
-
-void checkMemory(double bytes, const char *what) {
-    if (bytes <= kSmallAllocation) return; // not worth reading /proc/meminfo for
-    const double avail = availableMemory();
-    if (bytes > 0.9 * avail)
-        fail(CF_ERR_OUT_OF_MEMORY, what, " needs ", bytes / (1 << 20), " MiB but only ",
-             avail / (1 << 20), " MiB of memory are available");
-}
 
 // ---- applying operations --------------------------------------------------------------------
 Controls operationControls(const Operation &op) {
@@ -147,6 +123,21 @@ GateMatrix gateDerivative(const Operation &op, int j) {
 }
 
 // ---- device -----------------------------------------------------------------------------
+namespace {
+// Forks of this process so far (counted in the child). An unseeded stream drawn before a
+// fork would otherwise run on identically in the parent and in every child: workers of a
+// fork-based multiprocessing pool all sampled the same "random" outcomes.
+std::atomic<uint64_t> forks{0};
+uint64_t forkCount() {
+    static const bool registered = [] {
+        pthread_atfork(nullptr, nullptr, [] { forks.fetch_add(1, std::memory_order_relaxed); });
+        return true;
+    }();
+    (void)registered;
+    return forks.load(std::memory_order_relaxed);
+}
+} // namespace
+
 StateVectorDevice::StateVectorDevice(int numQubits, int64_t shots, int64_t seed) : n_(numQubits) {
     const double bytes = std::ldexp(double(sizeof(cplx)), numQubits);
     checkMemory(bytes, "the state vector");
@@ -170,14 +161,16 @@ void StateVectorDevice::reset(int64_t shots, int64_t seed) {
     }
     if (seed >= 0) {
         rng_.seed(uint64_t(seed));
-    } else if (!entropySeeded_) {
-        // Unseeded: draw from the system's entropy once, then let the stream run on across
+    } else if (!entropySeeded_ || entropyForks_ != forkCount()) {
+        // Unseeded: draw from the system's entropy once (and again in a forked child, see
+        // forkCount), then let the stream run on across
         // reuses of this device (reading std::random_device costs ~45 us, more than a
         // small circuit, and consecutive streams need no fresh entropy to be independent).
         std::random_device rd;
         rng_.seed((uint64_t(rd()) << 32) ^ rd());
     }
     entropySeeded_ = seed < 0;
+    entropyForks_ = forkCount();
     resetState();
 }
 
@@ -279,6 +272,7 @@ std::vector<uint32_t> StateVectorDevice::drawOutcomes(const std::vector<double> 
     }
     for (uint32_t i : large) prob[i] = 1.0; // leftovers are 1 up to rounding
     for (uint32_t i : small) prob[i] = 1.0;
+    checkMemory(double(shots) * sizeof(uint32_t), "the outcomes of the shots");
     std::vector<uint32_t> out(static_cast<size_t>(shots));
     for (auto &o : out) {
         const double x = uniform() * double(N);
@@ -313,6 +307,7 @@ void StateVectorDevice::sampleTerm(const ObsTerm &t, double &mean, double *var) 
         if (var) *var = 0;
         return;
     }
+    checkMemory(double(sv_.size()) * sizeof(cplx), "the copy of the state sampling an observable needs");
     StateBuffer rotated = sv_;
     const TermBasis basis = rotateToEigenbasis(t, rotated.data(), n_);
     std::vector<double> p(size_t(1) << basis.wires.size());

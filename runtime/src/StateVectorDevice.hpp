@@ -25,7 +25,8 @@ const int64_t *operationTargets(const Operation &op);
 // sv = dU/d(param j) sv for a PauliRot, on the target wires only (controls as above).
 void applyPauliRotDerivative(cplx *sv, int n, const Operation &op);
 
-// Bytes the process can still allocate (MemAvailable); checkMemory throws
+// Bytes the process can still allocate (MemAvailable, and its memory cgroup's limit less
+// its usage: MemoryBudget.cpp); checkMemory throws
 // CF_ERR_OUT_OF_MEMORY unless `bytes` more fit (with a margin); `what` names the use.
 double availableMemory();
 void checkMemory(double bytes, const char *what);
@@ -86,6 +87,7 @@ class StateVectorDevice final : public QuantumDevice {
     StateBuffer sv_;
     std::mt19937_64 rng_;
     bool entropySeeded_ = false; // the stream came from std::random_device, not a seed
+    uint64_t entropyForks_ = 0;  // forkCount() when it did (a forked child draws anew)
     GateFuser fuser_;
     bool tapeFromZero_ = false; // the recorded tape started from |0...0> (tapeStarting)
 };

@@ -53,6 +53,19 @@ constexpr int64_t kQubitCap = 50;
 // bigger ones are freed so that a finished program does not keep gigabytes.
 constexpr int kKeepAfterReleaseQubits = 24;
 
+// The seed of the k-th acquire with seed `seed` in a seeded call: the seed itself the
+// first time (a circuit run once per call samples as before), then a splitmix64 mix of
+// both, kept non-negative and away from the special negative seeds.
+int64_t runSeed(int64_t seed) {
+    if (seed < 0 || ctx.seededCallDepth == 0) return seed;
+    const uint64_t k = ctx.seedRuns[seed]++;
+    if (k == 0) return seed;
+    uint64_t z = uint64_t(seed) + k * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return int64_t((z ^ (z >> 31)) >> 2);
+}
+
 void forgetHandlesAndTape() {
     ctx.observables.clear();
     ++ctx.generation;
@@ -97,6 +110,7 @@ int64_t cf_rt_device_acquire(int64_t num_qubits, int64_t shots, int64_t seed) {
         if (shots < 0) fail(CF_ERR_INVALID_ARGUMENT, "negative number of shots ", shots);
         forgetHandlesAndTape();
         ctx.active = false;
+        seed = runSeed(seed);
         const bool distributed = distributedRequested();
         if (ctx.device && ctx.device->numQubits() == num_qubits && ctx.distributed == distributed) {
             ctx.device->reset(shots, seed);
@@ -117,6 +131,24 @@ void cf_rt_device_release(void) {
     ctx.active = false;
     forgetHandlesAndTape();
     if (ctx.device && ctx.device->numQubits() > kKeepAfterReleaseQubits) ctx.device.reset();
+}
+
+int64_t cf_rt_seeded_call_begin(void) {
+    // not guarded: bookkeeping only, and it must pair with end whatever happens
+    const int64_t previous = ctx.seededCallDepth;
+    if (previous > 0) ctx.savedSeedRuns.push_back(std::move(ctx.seedRuns));
+    ctx.seedRuns.clear();
+    ctx.seededCallDepth = previous + 1;
+    return previous;
+}
+
+void cf_rt_seeded_call_end(int64_t previous) {
+    ctx.seedRuns.clear();
+    if (previous > 0 && !ctx.savedSeedRuns.empty()) {
+        ctx.seedRuns = std::move(ctx.savedSeedRuns.back());
+        ctx.savedSeedRuns.pop_back();
+    }
+    ctx.seededCallDepth = previous < 0 ? 0 : previous;
 }
 
 int64_t cf_rt_num_qubits(void) {

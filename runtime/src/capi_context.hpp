@@ -41,6 +41,11 @@ struct ThreadContext {
     std::string errorMessage;
 
     std::unique_ptr<QuantumDevice> device; // possibly kept after release, for reuse
+    // cf_rt_seeded_call_begin/end: while a seeded call runs (depth > 0), how many acquires
+    // each seed has had in it; a nested call keeps its own counts (saved by begin).
+    int64_t seededCallDepth = 0;
+    std::unordered_map<int64_t, uint64_t> seedRuns;
+    std::vector<std::unordered_map<int64_t, uint64_t>> savedSeedRuns;
     bool distributed = false;               // device is sharded over MPI ranks
     bool active = false;
 

@@ -69,6 +69,11 @@ def _device_facts(qnode: Any) -> tuple[int | None, dict[Any, int] | None, int]:
     # (a shot vector runs its total; call_qnode cuts the samples: tracing/shot_vectors.py)
     shots_obj = getattr(qnode, "shots", None) or dev.shots
     shots = int(shots_obj.total_shots) if shots_obj is not None and shots_obj.total_shots else 0
+    if shots >= 2**63:  # the runtime counts shots in an int64 (this wrapped to a negative)
+        raise CompileError(
+            f"device {name!r}: {shots} shots do not fit the runtime's 64-bit shot count; "
+            "use fewer shots (at most 2**63 - 1)"
+        )
     return num_qubits, wire_map, shots
 
 

@@ -144,8 +144,10 @@ def _statistic(kind: str, original: Any) -> Any:
             wires = kwargs.get("wires", args[0] if args else None)
             if _is_traced_value(wires):  # qml.probs(m) is qml.probs(wires=m) in PennyLane
                 raise CompileError(
-                    "qml.probs of a mid-circuit measurement value takes it as op=: write "
-                    "qml.probs(op=m) or qml.probs(op=[m0, m1])"
+                    "qml.probs got traced wires: a mid-circuit measurement value goes in op= "
+                    "(write qml.probs(op=m) or qml.probs(op=[m0, m1])); wires computed from "
+                    "the compiled function's arguments are not supported there: pass them as "
+                    "Python ints (qjit(static_argnums=...))"
                 )
         if not _is_traced_value(op):
             return original(*args, **kwargs)

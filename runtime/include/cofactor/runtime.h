@@ -63,6 +63,15 @@ void cf_rt_index_error(int64_t index, int64_t axis, int64_t size);
  * entropy. Returns a status. */
 int64_t cf_rt_device_acquire(int64_t num_qubits, int64_t shots, int64_t seed);
 void cf_rt_device_release(void);
+/* The launcher brackets each call of a seeded program (qjit(seed=...)) on this thread:
+ * between begin and end, the k-th acquire (k = 0, 1, ...) with one seed s >= 0 seeds its
+ * stream from s and k, so a circuit run several times in one call (twice, in a loop, per
+ * batch element, per shifted evaluation) gets fresh samples each time while every call
+ * repeats the previous one (Catalyst: one seeded generator per call, shared by the runs).
+ * Outside a bracket a seed is used as given. begin returns the previous state for end
+ * (a callback may call another seeded program inside a call). */
+int64_t cf_rt_seeded_call_begin(void);
+void cf_rt_seeded_call_end(int64_t previous);
 int64_t cf_rt_num_qubits(void);
 int64_t cf_rt_shots(void);
 
