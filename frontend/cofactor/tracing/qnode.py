@@ -141,6 +141,11 @@ class QuantumScope:
             if self.wire_map is not None and any(k != v for k, v in self.wire_map.items()):
                 raise CompileError("traced wires need a device with wires 0..n-1")
             return cast_tracer(t, INT).elems[()].value
+        if type(label).__name__ == "DynamicWire":
+            raise CompileError(
+                "qml.allocate (dynamically allocated wires) is not supported by cofactor: "
+                "declare the extra wires on the device and use them by their labels"
+            )
         if self.wire_map is not None:
             index = self.wire_map.get(label)  # (the values are ints: None means absent)
             if index is None:
