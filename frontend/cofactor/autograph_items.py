@@ -45,8 +45,9 @@ def get_item(target: Any, key: Any, opts: Any = None) -> Any:
     elif isinstance(target, list | tuple) and is_traced(key):
         raise CompileError(
             f"a Python {type(target).__name__} indexed by a traced integer (e.g. a loop "
-            "variable of a loop with a traced bound): its elements are Python objects chosen "
-            "at trace time; make it an array (np.array(...)) to index it in compiled code"
+            "variable of a loop with a traced bound, which has no concrete __index__): its "
+            "elements are Python objects chosen at trace time; make it an array "
+            "(np.array(...)) to index it in compiled code"
         )
     return target[key]
 

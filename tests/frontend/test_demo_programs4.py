@@ -306,3 +306,32 @@ def test_dynamic_wire_allocation_is_refused_by_name():
 
     with pytest.raises(CompileError, match=r"qml\.allocate .*declare the extra wires"):
         cofactor.qjit(qml.QNode(body, lightning(2)))(0.4)
+
+
+# --- mitigate_with_zne(folding="local-all") of a circuit with compiled control flow ----------
+def _zne_loop_body(x, n):
+    @cofactor.for_loop(0, n, 1)
+    def layer(i):
+        qml.RX(x, 0)
+        qml.CNOT([0, 1])
+
+    layer()
+    qml.RY(x, 1)
+    return qml.expval(qml.Y(0) @ qml.Z(1))
+
+
+def test_local_folding_folds_the_gates_inside_compiled_loops():
+    # Catalyst's test_mitigation control-flow cases with folding="local-all"; was:
+    # "mitigate_with_zne_local_folding cannot be applied ... for_loop"
+    looped = qml.QNode(_zne_loop_body, lightning(2))
+    mitigated = cofactor.qjit(
+        lambda x, n: cofactor.mitigate_with_zne(
+            looped, scale_factors=[1, 3, 5], folding="local-all"
+        )(x, n)
+    )
+    expected = cofactor.qjit(looped)(0.3, 3)
+    np.testing.assert_allclose(mitigated(0.3, 3), expected, atol=1e-10)
+    np.testing.assert_allclose(expected, qml.QNode(_zne_loop_body, default(2))(0.3, 3), atol=1e-12)
+    # the circuits of scale factors 1, 3, 5 hold each gate 1 + 3 + 5 times (one loop body each)
+    assert mitigated.mlir.count('"CNOT"') == 9
+    assert mitigated.mlir.count('"RY"') == 9

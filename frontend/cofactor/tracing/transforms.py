@@ -484,15 +484,12 @@ def _emit_operations(scope: Any, tape: Any, names: str) -> None:
     """Emit a tape's operations in order; its MidMeasures become `quantum.measure` ops whose
     outcomes are kept in `scope.mcm_values`. (Not through a queue: a transform may put the
     same operator object on a tape several times, and a queue keeps it once.)"""
-    from cofactor.api_extensions.hybrid import expand_traced_control_values
-    from cofactor.tracing.gate_set import decompose
     from cofactor.tracing.qnode import measure
 
     pending: list[Any] = []
 
     def emit_pending() -> None:
-        for op in decompose(expand_traced_control_values(pending)):
-            scope.emit_operation(op)
+        scope.emit_gates(pending)
         pending.clear()
 
     for op in tape.operations:
