@@ -310,6 +310,9 @@ def test_dynamic_wire_allocation_is_refused_by_name():
 
 # --- mitigate_with_zne(folding="local-all") of a circuit with compiled control flow ----------
 def _zne_loop_body(x, n):
+    qml.Hadamard(0)
+    qml.RZ(x, 0)
+
     @cofactor.for_loop(0, n, 1)
     def layer(i):
         qml.RX(x, 0)
@@ -324,17 +327,24 @@ def test_local_folding_folds_the_gates_inside_compiled_loops():
     # Catalyst's test_mitigation control-flow cases with folding="local-all"; was:
     # "mitigate_with_zne_local_folding cannot be applied ... for_loop"
     looped = qml.QNode(_zne_loop_body, lightning(2))
-    mitigated = cofactor.qjit(
-        lambda x, n: cofactor.mitigate_with_zne(
-            looped, scale_factors=[1, 3, 5], folding="local-all"
-        )(x, n)
-    )
-    expected = cofactor.qjit(looped)(0.3, 3)
-    np.testing.assert_allclose(mitigated(0.3, 3), expected, atol=1e-10)
-    np.testing.assert_allclose(expected, qml.QNode(_zne_loop_body, default(2))(0.3, 3), atol=1e-12)
-    # the circuits of scale factors 1, 3, 5 hold each gate 1 + 3 + 5 times (one loop body each)
-    assert mitigated.mlir.count('"CNOT"') == 9
-    assert mitigated.mlir.count('"RY"') == 9
+    expected = qml.QNode(_zne_loop_body, default(2))(0.3, 3)
+
+    @cofactor.qjit
+    def mitigated(x, n):
+        zne = cofactor.mitigate_with_zne(looped, scale_factors=[1, 3, 5], folding="local-all")
+        each = cofactor.mitigate_with_zne(
+            looped, scale_factors=[1, 3, 5], folding="local-all", extrapolate=lambda s, y: y
+        )
+        return zne(x, n), each(x, n)
+
+    estimate, per_scale_factor = mitigated(0.3, 3)
+    # noiseless: every folded circuit (gates before, in and after the loop) gives the value
+    np.testing.assert_allclose(per_scale_factor, [expected] * 3, atol=1e-10)
+    np.testing.assert_allclose(estimate, expected, atol=1e-10)
+    # the circuits of scale factors 1, 3, 5 hold each gate 1 + 3 + 5 times (one loop body
+    # each), in both mitigations
+    assert mitigated.mlir.count('"CNOT"') == 2 * 9
+    assert mitigated.mlir.count('"RZ"') == 2 * 9
 
 
 # --- time evolution under a non-commuting Hamiltonian with a traced time ----------------------

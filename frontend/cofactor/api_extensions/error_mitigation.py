@@ -114,10 +114,11 @@ _NOT_FOLDED = ("MidMeasure", "MidMeasureMP", "Snapshot", "Barrier", "WireCut")
 def folded_locally(ops: list[Any], folds: int) -> list[Any]:
     """`ops` with each gate G followed by (G^dagger G)^folds."""
     out: list[Any] = []
-    for op in ops:
-        out.append(op)
-        if op.name not in _NOT_FOLDED:
-            out += [qml.adjoint(op, lazy=False), op] * folds
+    with qml.QueuingManager.stop_recording():  # (called while the circuit's queue is active)
+        for op in ops:
+            out.append(op)
+            if op.name not in _NOT_FOLDED:
+                out += [qml.adjoint(op, lazy=False), op] * folds
     return out
 
 
