@@ -416,3 +416,29 @@ def test_wordings_of_argument_and_list_index_errors():
 
     with pytest.raises(CompileError, match=r"list indexed by a traced integer.*__index__"):
         pick(2)
+
+
+def test_trotter_product_with_a_traced_number_of_steps_is_refused_and_the_advice_works():
+    # was: "cofactor cannot trace a value of type Evolution"
+    hamiltonian = qml.dot([0.5, 0.3], [qml.X(0) @ qml.X(1), qml.Z(0)])
+
+    def trotter(t, n):
+        qml.TrotterProduct(hamiltonian, t, n=n, order=2)
+        return qml.expval(qml.Z(0))
+
+    with pytest.raises(CompileError, match=r"TrotterProduct with a traced number of steps"):
+        cofactor.qjit(qml.QNode(trotter, lightning(2)))(0.5, 3)
+
+    def stepped(t, n):
+        @cofactor.for_loop(0, n, 1)
+        def step(i):
+            qml.TrotterProduct(hamiltonian, t / n, n=1, order=2)
+
+        step()
+        return qml.expval(qml.Z(0))
+
+    np.testing.assert_allclose(
+        cofactor.qjit(qml.QNode(stepped, lightning(2)))(0.5, 3),
+        qml.QNode(trotter, default(2))(0.5, 3),
+        atol=1e-12,
+    )

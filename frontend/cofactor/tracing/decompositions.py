@@ -109,6 +109,14 @@ def expand(op: qml.operation.Operator) -> list[qml.operation.Operator]:
         if isinstance(op, qml.ops.Exp):
             return _exp_rule(op)
         if isinstance(op, qml.TrotterProduct):
+            steps = op.hyperparameters.get("n")
+            if _traced(steps):
+                raise CompileError(
+                    "qml.TrotterProduct with a traced number of steps n: the product formula "
+                    "is built in Python, one Evolution per term and step, so n must be a "
+                    "Python int; pass it as a static argument (qjit(static_argnums=...)) or "
+                    "repeat a one-step TrotterProduct (with time t/n) in a cofactor.for_loop"
+                )
             # PennyLane's product formula: Evolution(term, -t/n ...) in PennyLane's order
             return list(op.decomposition())
         if isinstance(op, qml.BasisState):
