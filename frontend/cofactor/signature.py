@@ -80,10 +80,9 @@ def _leaf_spec(x: Any, where: str) -> BufferSpec:
             "e.g. qml.qjit(qml.grad(cost)) or cofactor.grad in the compiled function"
         )
     raise CompileTypeError(
-        f"{where}: Cannot interpret value of type {type(x).__name__} as an argument of "
-        "compiled code; expected a "
-        "number, a numpy array, or a tuple/list/dict of them (or mark it static with "
-        "static_argnums)"
+        f"{where}: Cannot interpret value of type {type(x).__name__}: cofactor cannot "
+        f"compile with an argument of type {type(x).__name__}; expected a number, a numpy "
+        "array, or a tuple/list/dict of them (or mark it static with static_argnums)"
     )
 
 
