@@ -234,6 +234,9 @@ def _catalyst_module(name: str) -> types.ModuleType:
                 real = importlib.import_module(target)
         except (ImportError, ValueError):
             real = None
+        attribute = getattr(cofactor, rest[1:], None) if rest.count(".") == 1 else None
+        if real is None and isinstance(attribute, types.ModuleType):  # cofactor.passes
+            real = attribute
     return _ProxyModule(name, real, f"Catalyst internal: {catalyst_name}")
 
 

@@ -19,6 +19,7 @@ from cofactor.api_extensions import (  # noqa: E402
     jvp,
     measure,
     mitigate_with_zne,
+    passes,
     pure_callback,
     switch,
     value_and_grad,
@@ -27,7 +28,7 @@ from cofactor.api_extensions import (  # noqa: E402
     while_loop,
 )
 from cofactor.api_extensions.assertions import debug_assert  # noqa: E402
-from cofactor.autograph import AutoGraphError, disable_autograph  # noqa: E402
+from cofactor.autograph import AutoGraphError, autograph_source, disable_autograph  # noqa: E402
 from cofactor.errors import (  # noqa: E402
     CompileError,
     DifferentiableCompileError,
@@ -70,6 +71,7 @@ __all__ = [
     "__version__",
     "accelerate",
     "adjoint",
+    "autograph_source",
     "cond",
     "ctrl",
     "debug",
@@ -81,6 +83,7 @@ __all__ = [
     "jvp",
     "measure",
     "mitigate_with_zne",
+    "passes",
     "pure_callback",
     "qjit",
     "switch",

@@ -30,7 +30,6 @@ import builtins
 import copy
 import functools
 import inspect
-import operator
 import os
 import sysconfig
 import types
@@ -46,6 +45,7 @@ from cofactor.api_extensions.autograph_controls import (
     including,
     is_included,
 )
+from cofactor.autograph_items import get_item, is_traced, set_item, update_item_with_op
 from cofactor.errors import CompileError
 
 
@@ -53,13 +53,7 @@ class AutoGraphError(CompileError, _PennyLaneAutoGraphError):
     """A program autograph cannot convert (Catalyst's and PennyLane's AutoGraphError)."""
 
 
-__all__ = ["AutoGraphError", "disable_autograph", "run_autograph"]
-
-
-def _is_traced(x: Any) -> bool:
-    from cofactor.tracing.tracer import Tracer
-
-    return isinstance(x, Tracer) or type(x).__name__ == "Scalar"
+__all__ = ["AutoGraphError", "autograph_source", "disable_autograph", "run_autograph"]
 
 
 class TracedRange:
@@ -78,7 +72,7 @@ class TracedRange:
 
 
 def _range(*args: Any) -> range | TracedRange:
-    if any(_is_traced(a) for a in args):
+    if any(is_traced(a) for a in args):
         return TracedRange(*args)
     return range(*args)
 
@@ -169,6 +163,10 @@ def converted_call(fn: Callable, args: tuple, kwargs: dict | None, *_: Any, **__
     import pennylane as qml
     from malt.impl.api import is_autograph_artifact
 
+    from cofactor.jit import QJIT
+
+    if isinstance(fn, QJIT):  # a qjit function called by converted code: inlined, converted
+        return converted_call(fn.user_function, args, kwargs)
     if isinstance(fn, qml.QNode):
         return _converted_qnode(fn)(*args, **kwargs)
     if any(fn is w for w in _wrapper_functions()):
@@ -294,7 +292,7 @@ def if_stmt(
 ) -> None:
     from cofactor.api_extensions.control_flow import cond, static_truth
 
-    if not _is_traced(pred):
+    if not is_traced(pred):
         return true_fn() if static_truth(pred) else false_fn()
 
     init = get_state()
@@ -358,7 +356,7 @@ def while_stmt(
     _opts: dict,
 ) -> None:
     test = loop_test()
-    if not _is_traced(test):
+    if not is_traced(test):
         while test:
             loop_body()
             test = loop_test()
@@ -383,46 +381,6 @@ def while_stmt(
     set_state(tuple(results))
 
 
-def _needs_tracer(target: Any, *values: Any) -> bool:
-    """A numpy array indexed by / written with a traced value: numpy cannot do it."""
-    from cofactor.tracing.tracer import _contains_traced
-
-    def traced(v: Any) -> bool:
-        if isinstance(v, slice):
-            return any(traced(p) for p in (v.start, v.stop, v.step))
-        if isinstance(v, tuple):
-            return any(traced(p) for p in v)
-        return _contains_traced(v)
-
-    return isinstance(target, np.ndarray) and any(traced(v) for v in values)
-
-
-def _traced_copy(target: np.ndarray) -> Any:
-    from cofactor.tracing.scalars import as_tracer
-
-    return as_tracer(target)
-
-
-def get_item(target: Any, key: Any, opts: Any = None) -> Any:
-    """`target[key]` in a converted function (a numpy constant indexed by a traced integer
-    is indexed as a traced array)."""
-    if _needs_tracer(target, key):
-        target = _traced_copy(target)
-    elif isinstance(target, list | tuple) and _is_traced(key):
-        raise CompileError(
-            f"a Python {type(target).__name__} indexed by a traced integer (e.g. a loop "
-            "variable of a loop with a traced bound): its elements are Python objects chosen "
-            "at trace time; make it an array (np.array(...)) to index it in compiled code"
-        )
-    return target[key]
-
-
-def _outside_copy(target: Any) -> Any:
-    from cofactor.tracing.aliasing import outside_copy
-
-    return outside_copy(target) if hasattr(target, "_region") else target
-
-
 def _functional_writes() -> Any:
     """The converted statement rebinds the arrays its bodies write (tracing/aliasing.py)."""
     from cofactor.tracing.aliasing import functional_writes
@@ -430,44 +388,12 @@ def _functional_writes() -> Any:
     return functional_writes()
 
 
-def set_item(target: Any, key: Any, value: Any) -> Any:
-    """`target[key] = value` in a converted function, which rebinds `target` to the result:
-    a numpy array written with a traced value (or at a traced index) becomes a traced copy
-    holding the update, as `x.at[key].set(value)` in Catalyst; other targets are updated
-    in place."""
-    if _needs_tracer(target, key, value):
-        target = _traced_copy(target)
-    elif _is_traced(target):
-        target = _outside_copy(target)  # (from outside the body: a copy, rebound)
-    target[key] = value
-    return target
-
-
-_AUGMENTED = {
-    "add": operator.iadd,
-    "sub": operator.isub,
-    "mult": operator.imul,
-    "div": operator.itruediv,
-    "pow": operator.ipow,
-}
-
-
-def update_item_with_op(target: Any, key: Any, value: Any, op: str) -> Any:
-    """`target[key] <op>= value` in a converted function (see `set_item`)."""
-    if _needs_tracer(target, key, value):
-        target = _traced_copy(target)
-    elif _is_traced(target):
-        target = _outside_copy(target)
-    target[key] = _AUGMENTED[op](target[key], value)
-    return target
-
-
 def _logical(operands: tuple, array_fn: Callable, python_fn: Callable) -> Any:
     # As Catalyst's autograph: both operands are evaluated; all traced -> numpy's elementwise
     # logical op (traced bools); otherwise Python's operator (`static and traced` is the
     # traced value, `traced and static` needs a concrete bool and is refused).
     values = [f() for f in operands]
-    if all(_is_traced(v) for v in values):
+    if all(is_traced(v) for v in values):
         return array_fn(*values)
     return python_fn(*values)
 
@@ -489,7 +415,7 @@ def if_exp(pred: Any, if_true: Callable[[], Any], if_false: Callable[[], Any], *
     traced; they must have the same structure, as an `if` statement's variables)."""
     from cofactor.api_extensions.control_flow import cond, static_truth
 
-    if not _is_traced(pred):
+    if not is_traced(pred):
         return if_true() if static_truth(pred) else if_false()
     with _functional_writes():
         return cond(pred)(if_true).otherwise(if_false)()
@@ -587,3 +513,27 @@ def run_autograph(fn: Callable, include: tuple = ()) -> Callable:
         qnode.ag_unconverted = fn  # the converted QNode names its source, as Catalyst's
         return qnode
     return new_fn
+
+
+def autograph_source(fn: Any) -> str:
+    """The source code autograph made of `fn` (Catalyst's `autograph_source`): `fn` may be a
+    qjit object, a QNode or a function converted by a qjit(autograph=True) (directly, or
+    because a converted function called it)."""
+    import pennylane as qml
+
+    from cofactor.jit import QJIT
+
+    if isinstance(fn, QJIT):
+        fn = fn.user_function
+    if isinstance(fn, qml.QNode):
+        fn = fn.func
+    if hasattr(fn, "ag_unconverted"):  # converted by run_autograph
+        return inspect.getsource(fn)
+    cached = _TRANSFORMER._cache[fn] if _TRANSFORMER is not None and inspect.isfunction(fn) else {}
+    for factory in cached.values():
+        return inspect.getsource(factory.module)
+    raise AutoGraphError(
+        f"{getattr(fn, '__name__', fn)}: the function was not converted by AutoGraph; "
+        "autograph_source shows the code of functions compiled with qjit(autograph=True) "
+        "(or called by one, after its first compilation)"
+    )

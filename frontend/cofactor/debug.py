@@ -20,12 +20,24 @@ from cofactor.tracing import context, pytree
 from cofactor.tracing.tracer import Scalar, Tracer
 
 
-def print(fmt: Any, *args: Any, sep: str = " ", end: str = "\n", **kwargs: Any) -> None:  # noqa: A001
+def print(  # noqa: A001
+    fmt: Any, *args: Any, memref: bool = False, sep: str = " ", end: str = "\n", **kwargs: Any
+) -> None:
     """Print values; traced values are printed when the compiled program runs.
 
     `debug.print("x = {0:.2f}, n = {n}", x, n=n)` formats like `str.format`;
-    `debug.print("x =", x)` prints like `print`.
+    `debug.print("x =", x)` prints like `print`. `debug.print(x, memref=True)` prints the
+    array with its buffer's layout first (Catalyst's memref descriptor: rank, offset, sizes,
+    strides), as `print_memref(x)` does.
     """
+    if memref:
+        if args or kwargs:
+            raise TypeError(
+                "debug.print(x, memref=True) prints one array: pass no other arguments "
+                "(print them with their own debug.print calls)"
+            )
+        print_memref(fmt)
+        return
     formatting = isinstance(fmt, str) and _has_fields(fmt)
     if kwargs and not formatting:
         raise TypeError(
@@ -52,6 +64,28 @@ def print(fmt: Any, *args: Any, sep: str = " ", end: str = "\n", **kwargs: Any) 
 
     printer.__name__ = "debug_print"
     DebugCallback(printer)(*(leaves[i] for i in traced))
+
+
+def print_memref(x: Any) -> None:
+    """Print an array with the layout of its buffer (Catalyst's `debug.print_memref`): rank,
+    offset, sizes and strides in elements, then the values."""
+    if not context.is_tracing():
+        _render_memref(np.asarray(x))
+        return
+    from cofactor.api_extensions.callbacks import DebugCallback
+
+    printer = DebugCallback(_render_memref)
+    printer.__name__ = "debug_print_memref"
+    printer(x)
+
+
+def _render_memref(value: np.ndarray) -> None:
+    value = np.ascontiguousarray(value)
+    strides = [s // value.itemsize for s in value.strides]
+    builtins.print(
+        f"MemRef: base@ = {value.ctypes.data:#x} rank = {value.ndim} offset = 0 "
+        f"sizes = {list(value.shape)} strides = {strides} data =\n{value}"
+    )
 
 
 def _is_traced(x: Any) -> bool:
@@ -85,3 +119,55 @@ def callback(fn: Any) -> Any:
     from cofactor.api_extensions.callbacks import DebugCallback
 
     return DebugCallback(fn)
+
+
+#: Catalyst's stage names -> the text cofactor keeps of that stage. cofactor's frontend emits
+#: memref-level MLIR with the circuit's transforms applied while tracing, so Catalyst's
+#: stages up to bufferization are its emitted module.
+_STAGES = {
+    **dict.fromkeys(
+        (
+            "mlir",
+            "HLOLoweringPass",
+            "HLOLoweringStage",
+            "QuantumCompilationPass",
+            "QuantumCompilationStage",
+            "BufferizationPass",
+            "BufferizationStage",
+        ),
+        "mlir",
+    ),
+    **dict.fromkeys(
+        (
+            "mlir_opt",
+            "MLIRToLLVMDialect",
+            "MLIRToLLVMDialectConversion",
+            "LLVMDialectLoweringStage",
+        ),
+        "mlir_opt",
+    ),
+    **dict.fromkeys(("llvmir", "LLVMIRTranslation", "ll", "last"), "llvmir"),
+}
+
+
+def get_compilation_stage(fn: Any, stage: str) -> str:
+    """The text of a compiled function at a compilation stage (Catalyst's
+    `debug.get_compilation_stage`): `"mlir"` (and Catalyst's stages up to bufferization),
+    `"MLIRToLLVMDialect"` (`fn.mlir_opt`) or `"LLVMIRTranslation"`/`"last"` (`fn.llvmir`),
+    of the most recent compilation."""
+    from cofactor.errors import CompileError
+
+    what = _STAGES.get(stage)
+    if what is None:
+        raise ValueError(
+            f"unknown compilation stage {stage!r}; cofactor keeps 'mlir', "
+            "'MLIRToLLVMDialect' (after its MLIR passes) and 'LLVMIRTranslation'/'last' "
+            f"(LLVM IR); Catalyst's names accepted: {sorted(_STAGES)}"
+        )
+    text = getattr(fn, what, None)
+    if text is None:
+        raise CompileError(
+            f"{getattr(fn, '__name__', fn)} has not been compiled yet: call it (or declare "
+            "its argument types) before asking for a compilation stage"
+        )
+    return text

@@ -39,6 +39,7 @@ from cofactor.launcher import BufferSpec, Launcher
 from cofactor.options import CATALYST_DEFAULTS, check_options
 from cofactor.signature import (
     _PY_SCALARS,
+    AutogradArgumentError,
     CallBinder,
     Layout,
     ShapeDtype,
@@ -162,7 +163,12 @@ class QJIT:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if context.is_tracing():  # nested qjit: inline the Python function
             return self.user_function(*args, **kwargs)
-        leaves, key = self._split(args, kwargs)
+        try:
+            leaves, key = self._split(args, kwargs)
+        except AutogradArgumentError:  # qml.grad / a PennyLane optimizer outside qjit
+            from cofactor.api_extensions.autograd_bridge import call_under_autograd
+
+            return call_under_autograd(self, args, kwargs)
         compiled = self._cache.get(key) or self._promoted.get(key)
         if compiled is None:
             compiled = self._lookup_or_compile(key)

@@ -186,6 +186,11 @@ COMPILED_CODE_ERRORS: dict[str, tuple[type[Exception], str]] = {
     "negative_int_power": (ValueError, "Integers to negative integer powers are not allowed."),
     "basis_state_bits": (ValueError, "Basis state must only consist of 0s and 1s"),
     "range_step_zero": (ValueError, "for_loop step must not be zero (range() arg 3)"),
+    "diagonal_unitary": (
+        ValueError,
+        "Operator must be unitary: a DiagonalQubitUnitary's entries (computed at run time) "
+        "must have modulus 1 (e.g. qml.exp(H, c) needs an imaginary coefficient c)",
+    ),
 }
 
 

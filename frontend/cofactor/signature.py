@@ -44,6 +44,11 @@ class ShapeDtype:
     dtype: Any = np.float64
 
 
+class AutogradArgumentError(CompileTypeError):
+    """An argument is an autograd tracer: `QJIT.__call__` then makes the call an autograd
+    primitive (api_extensions/autograd_bridge.py) where it can."""
+
+
 def _leaf_spec(x: Any, where: str) -> BufferSpec:
     """The BufferSpec of one dynamic argument leaf (raises a CompileError for bad input)."""
     dtype = _PY_SCALARS.get(type(x))
@@ -69,15 +74,15 @@ def _leaf_spec(x: Any, where: str) -> BufferSpec:
             _check_int64(max(arr.flat, key=abs), where)
         return _leaf_spec(arr, where)
     if type(x).__name__ == "ArrayBox":  # autograd's, from qml.grad / a PennyLane optimizer
-        raise CompileTypeError(
+        raise AutogradArgumentError(
             f"{where}: autograd (qml.grad or a PennyLane optimizer called outside qjit) cannot "
             "differentiate a qjit-compiled function; take the gradient inside it instead, "
             "e.g. qml.qjit(qml.grad(cost)) or cofactor.grad in the compiled function"
         )
     raise CompileTypeError(
-        f"{where}: cannot compile with an argument of type {type(x).__name__}; expected a "
-        "number, a numpy array, or a tuple/list/dict of them (or mark it static with "
-        "static_argnums)"
+        f"{where}: Cannot interpret value of type {type(x).__name__}: cofactor cannot "
+        f"compile with an argument of type {type(x).__name__}; expected a number, a numpy "
+        "array, or a tuple/list/dict of them (or mark it static with static_argnums)"
     )
 
 

@@ -10,9 +10,10 @@ mitigated, as in Catalyst.
 
 - `global`: the circuit U, then (U^dagger U)^k, built from the QNode's quantum function (U^dagger
   is `cofactor.adjoint` of it), so for_loop/while_loop/cond in the circuit are folded too;
-- `local-all`: each gate G followed by (G^dagger G)^k, a tape transform, so the circuit must be
-  a flat list of gates (Python loops and conditions on static values): a circuit with
-  compiled control flow is refused by name.
+- `local-all`: each gate G followed by (G^dagger G)^k, folded by the circuit's scope as it
+  emits the gates (`QuantumScope.local_folds`), so gates in for_loop/while_loop/cond regions
+  are folded too (as Catalyst folds them in its IR); mid-circuit measurements, snapshots and
+  barriers are not folded.
 
 On a noiseless simulator every folded circuit gives the unfolded result up to rounding, so
 the estimate is the circuit's own value (PennyLane's `exponential_extrapolate` is
@@ -91,13 +92,34 @@ def _globally_folded(qnode: Any, scale_factor: int) -> Any:
     return new
 
 
-@qml.transform
-def mitigate_with_zne_local_folding(tape: Any, scale_factor: int) -> tuple[list, Callable]:
-    """Each gate G followed by (G^dagger G)^((s-1)/2)."""
-    folded = []
-    for op in tape.operations:
-        folded += [op] + [qml.adjoint(op, lazy=False), op] * _folds(scale_factor)
-    return [tape.copy(operations=folded)], lambda results: results[0]
+def _locally_folded(qnode: Any, scale_factor: int) -> Any:
+    """A copy of the QNode whose gates G are each emitted as G (G^dagger G)^k (the circuit's
+    scope folds them as it emits them, so gates in for_loop/while_loop/cond regions too)."""
+    func = qnode.func
+
+    def folded(*args: Any, **kwargs: Any) -> Any:
+        context.current().quantum.local_folds = _folds(scale_factor)
+        return func(*args, **kwargs)
+
+    functools.update_wrapper(folded, func)
+    new = copy.copy(qnode)
+    new.func = folded
+    return new
+
+
+#: operators that are not gates: never folded
+_NOT_FOLDED = ("MidMeasure", "MidMeasureMP", "Snapshot", "Barrier", "WireCut")
+
+
+def folded_locally(ops: list[Any], folds: int) -> list[Any]:
+    """`ops` with each gate G followed by (G^dagger G)^folds."""
+    out: list[Any] = []
+    with qml.QueuingManager.stop_recording():  # (called while the circuit's queue is active)
+        for op in ops:
+            out.append(op)
+            if op.name not in _NOT_FOLDED:
+                out += [qml.adjoint(op, lazy=False), op] * folds
+    return out
 
 
 def _checked_leaves(result: Any) -> list[Any]:
@@ -137,7 +159,7 @@ class ZNECallable:
     def _folded(self, qnode: Any, scale_factor: int) -> Any:
         if self.folding == "global":
             return _globally_folded(qnode, scale_factor)
-        return mitigate_with_zne_local_folding(qnode, scale_factor)
+        return _locally_folded(qnode, scale_factor)
 
     def _mitigated(self, call: Callable, qnode: Any, args: tuple, kwargs: dict) -> Any:
         results = []

@@ -4,7 +4,10 @@ alternative was a "concrete bool" error from deep inside numpy/scipy, naming nei
 operator nor a way out).
 
 `qml.BlockEncode(A, wires)` normalises A by its operator norm (scipy's `norm(ord=inf)`) and
-completes the unitary with matrix square roots (eigendecompositions) of run-time values."""
+completes the unitary with matrix square roots (eigendecompositions) of run-time values.
+`qml.qchem.Molecule` (built by `qml.qchem.molecular_hamiltonian` too) of traced coordinates
+computes Gaussian-orbital integrals with scipy's special functions (the alternative was
+"numpy.gammainc is not supported by cofactor's tracer")."""
 
 from __future__ import annotations
 
@@ -35,6 +38,27 @@ def _block_encode_init(original: Any) -> Any:
     return init
 
 
+_MOLECULE = (
+    "qml.qchem.Molecule / qml.qchem.molecular_hamiltonian of traced coordinates: the "
+    "molecular integrals (Gaussian orbitals, scipy's special functions and Hartree-Fock "
+    "iterations) are not compiled by cofactor. Build the Hamiltonian outside qjit, "
+    "H, n = qml.qchem.molecular_hamiltonian(symbols, coordinates), and use it in the "
+    "compiled circuit (qml.expval(H)); for a scan over geometries, build one per geometry"
+)
+
+
+def _molecule_init(original: Any) -> Any:
+    def init(self: Any, symbols: Any, coordinates: Any, *args: Any, **kwargs: Any) -> None:
+        if context.is_tracing() and holds_traced(coordinates):
+            raise CompileError(_MOLECULE)
+        original(self, symbols, coordinates, *args, **kwargs)
+
+    return init
+
+
 def intercepted() -> list[tuple[Any, str, Any]]:
     """The `(owner, attribute, make)` triples `context.intercepts` installs for a trace."""
-    return [(qml.BlockEncode, "__init__", _block_encode_init)]
+    return [
+        (qml.BlockEncode, "__init__", _block_encode_init),
+        (qml.qchem.Molecule, "__init__", _molecule_init),
+    ]

@@ -195,12 +195,7 @@ def _emit_qnode_function(
             if transforms.has_transforms(qnode):
                 result = transforms.trace_transformed(scope, qnode, call_args)
             else:
-                queue = qml.queuing.AnnotatedQueue()
-                scope.queues.append(queue)
-                with queue:
-                    result = qnode.func(*call_args)
-                    scope.flush()
-                result = transforms.measured_values(scope, result)
+                result = transforms.trace_as_written(scope, qnode, call_args)
         if scope.snapshots:  # as Catalyst: (the states at the snapshots, the results)
             result = (list(scope.snapshots), result)
         aliasing.record_writes(name, inputs)  # (the caller's arrays: `_emit_call`)

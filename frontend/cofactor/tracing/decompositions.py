@@ -58,6 +58,8 @@ def has_rule(op: qml.operation.Operator) -> bool:
     """Whether `expand` has a rule for `op` (PennyLane's decomposition then stops there)."""
     if isinstance(op, qml.ops.Exp | qml.TrotterProduct | qml.BasisState):
         return True
+    if isinstance(op, qml.DiagonalQubitUnitary):
+        return _has_traced_data(op)
     if isinstance(op, qml.BasisRotation):  # a traced real matrix: refused in expand
         u = op.parameters[0]
         return _traced(u) and not np.iscomplexobj(_dtype_probe(u))
@@ -107,10 +109,20 @@ def expand(op: qml.operation.Operator) -> list[qml.operation.Operator]:
         if isinstance(op, qml.ops.Exp):
             return _exp_rule(op)
         if isinstance(op, qml.TrotterProduct):
+            steps = op.hyperparameters.get("n")
+            if _traced(steps):
+                raise CompileError(
+                    "qml.TrotterProduct with a traced number of steps n: the product formula "
+                    "is built in Python, one Evolution per term and step, so n must be a "
+                    "Python int; pass it as a static argument (qjit(static_argnums=...)) or "
+                    "repeat a one-step TrotterProduct (with time t/n) in a cofactor.for_loop"
+                )
             # PennyLane's product formula: Evolution(term, -t/n ...) in PennyLane's order
             return list(op.decomposition())
         if isinstance(op, qml.BasisState):
             return _basis_state_rule(op)
+        if isinstance(op, qml.DiagonalQubitUnitary):
+            return _traced_diagonal_rule(op)
         if isinstance(op, qml.BasisRotation):
             raise CompileError(
                 f"qml.BasisRotation on wires {list(op.wires)} with a traced real "
@@ -239,11 +251,24 @@ def _exp_rule(op: qml.ops.Exp) -> list[qml.operation.Operator]:
 
 def _constant_matrix(op: qml.operation.Operator, why: str) -> list[qml.operation.Operator]:
     if isinstance(op, qml.ops.Exp) and not _any_traced_in(op.base):
-        # only the coefficient is traced: the exponential of a traced matrix
-        # (tracing/matrix_exp.py), a QubitUnitary whose gradient is refused with a message
+        # only the coefficient is traced
+        base = np.asarray(qml.matrix(op.base, wire_order=op.wires), dtype=np.complex128)
+        if np.allclose(base, base.conj().T, atol=1e-12):
+            # a Hermitian exponent B = V diag(w) V^dagger (eigendecomposed at trace time):
+            # exp(c B) = V diag(exp(c w)) V^dagger, two constant unitaries around a diagonal
+            # of run-time phases (a Taylor series of the traced matrix, below, is thousands
+            # of IR lines even for two qubits)
+            eigenvalues, vectors = np.linalg.eigh(base)
+            phases = np.exp(op.coeff * eigenvalues)
+            return [
+                qml.QubitUnitary(vectors.conj().T, wires=op.wires),
+                qml.DiagonalQubitUnitary(phases, wires=op.wires),
+                qml.QubitUnitary(vectors, wires=op.wires),
+            ]
+        # the exponential of a traced matrix (tracing/matrix_exp.py), a QubitUnitary whose
+        # gradient is refused with a message
         from cofactor.tracing.matrix_exp import traced_expm
 
-        base = np.asarray(qml.matrix(op.base, wire_order=op.wires), dtype=np.complex128)
         return [qml.QubitUnitary(traced_expm(op.coeff * base), wires=op.wires)]
     if _has_traced_data(op) or _has_traced_data(op.base) or _any_traced_in(op.base):
         raise CompileError(
@@ -260,6 +285,23 @@ def _any_traced_in(op: qml.operation.Operator) -> bool:
     return any(_any_traced_in(o) for o in getattr(op, "operands", ()) or ()) or (
         hasattr(op, "base") and _any_traced_in(op.base)
     )
+
+
+# ----------------------------------------------------------------------------------------
+# DiagonalQubitUnitary of traced entries
+# ----------------------------------------------------------------------------------------
+def _traced_diagonal_rule(op: qml.DiagonalQubitUnitary) -> list[qml.operation.Operator]:
+    """PennyLane's decomposition (phases from the entries' angles), after a run-time check
+    that the entries have modulus 1: PennyLane checks concrete entries, and the angles
+    alone would silently drop the moduli of a non-unitary diagonal."""
+    from cofactor.tracing.numpy_rules import as_scalar, as_tracer
+    from cofactor.tracing.runtime_errors import report_if
+
+    entries = as_tracer(op.parameters[0])
+    squared = np.real(entries * np.conj(entries))
+    # numpy's allclose(|d|^2, 1) with its default tolerances, as PennyLane's check
+    report_if(as_scalar(np.any(np.abs(squared - 1.0) > 1e-8 + 1e-5)).value, "diagonal_unitary")
+    return list(op.decomposition())
 
 
 # ----------------------------------------------------------------------------------------

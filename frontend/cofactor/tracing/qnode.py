@@ -97,6 +97,9 @@ class QuantumScope:
     traced_constants: list[str] = field(default_factory=list)
     # gates with a user grad_recipe (see `gate_set.custom_shift_rule`)
     custom_shift_rules: list[str] = field(default_factory=list)
+    # mitigate_with_zne(folding="local-all"): each gate G is emitted as G (G^dagger G)^k,
+    # in control-flow regions too (api_extensions/error_mitigation.py)
+    local_folds: int = 0
     # (mcm, transforms) one_shot: this function is one shot of a one-shot loop; shot_kinds:
     # how the loop gathers each output; recording: the transform whose tape is being
     # recorded (nothing is emitted meanwhile); mcm_values: MidMeasure id -> traced outcome
@@ -141,6 +144,11 @@ class QuantumScope:
             if self.wire_map is not None and any(k != v for k, v in self.wire_map.items()):
                 raise CompileError("traced wires need a device with wires 0..n-1")
             return cast_tracer(t, INT).elems[()].value
+        if type(label).__name__ == "DynamicWire":
+            raise CompileError(
+                "qml.allocate (dynamically allocated wires) is not supported by cofactor: "
+                "declare the extra wires on the device and use them by their labels"
+            )
         if self.wire_map is not None:
             index = self.wire_map.get(label)  # (the values are ints: None means absent)
             if index is None:
@@ -219,19 +227,28 @@ class QuantumScope:
                 mid_circuit = mid_circuit or bool(kind & _MID_CIRCUIT)
             if kind & _MEASUREMENT:
                 measurements.append(item)
-        # (semantics) TemporaryAND with traced control values: run-time flips around it
-        from cofactor.api_extensions.hybrid import expand_traced_control_values
-
         if mid_circuit:
             # a quantum-function transform queued the tape it made: measurements in order
             from cofactor.tracing.transforms import _emit_operations
 
             _emit_operations(self, qml.tape.QuantumScript(ops), "a quantum-function transform")
             return measurements
+        self.emit_gates(ops)
+        return measurements
+
+    def emit_gates(self, ops: list[Any]) -> None:
+        """Emit queued operators in order: run-time control values expanded (TemporaryAND
+        with traced control values: run-time flips around it), gates folded for local ZNE
+        (`local_folds`), decomposed to the gate set."""
+        from cofactor.api_extensions.hybrid import expand_traced_control_values
+
         ops = expand_traced_control_values(ops)
+        if self.local_folds:
+            from cofactor.api_extensions.error_mitigation import folded_locally
+
+            ops = folded_locally(ops, self.local_folds)
         for op in decompose(ops):
             self.emit_operation(op)
-        return measurements
 
     # -- operations ------------------------------------------------------------------
     def emit_operation(

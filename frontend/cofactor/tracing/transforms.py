@@ -32,7 +32,7 @@ import numpy as np
 import pennylane as qml
 from pennylane.measurements import MeasurementProcess, MeasurementValue
 
-from cofactor.errors import CompileError
+from cofactor.errors import CompileError, CompileNotImplementedError
 from cofactor.ir.builder import quantum_attrs
 from cofactor.ir.mlir15 import generic_op
 from cofactor.tracing import context, gridsynth, pytree
@@ -75,11 +75,31 @@ _TAPE_TRANSFORM_OF_PASS = {
 }
 
 
+# Catalyst's peephole passes that keep the circuit's unitary and have no PennyLane tape
+# transform: cofactor runs the circuit as written (the same results)
+_UNITARY_PRESERVING_PASSES = frozenset({"disentangle-cnot", "disentangle-swap"})
+
+
+@qml.transform
+def _as_written(tape: Any) -> tuple[list[Any], Any]:
+    return [tape], lambda results: results[0]
+
+
 def _tape_transform_of_pass(name: str) -> Any:
     if name == "gridsynth":
         return qml.transform(gridsynth.gridsynth_tape)
+    if name in _UNITARY_PRESERVING_PASSES:
+        return _as_written
     attribute = _TAPE_TRANSFORM_OF_PASS.get(name)
-    return None if attribute is None else getattr(qml.transforms, attribute)
+    if attribute is None:
+        known = sorted({*_TAPE_TRANSFORM_OF_PASS, *_UNITARY_PRESERVING_PASSES, "gridsynth"})
+        raise CompileNotImplementedError(
+            f"the compiler pass {name!r} (a Catalyst MLIR pass, or qml.transform(pass_name="
+            f"{name!r})) has no counterpart in cofactor, which applies PennyLane tape "
+            f"transforms while tracing; the passes it runs are {', '.join(known)}. Remove the "
+            "pass (the circuit then runs as written), or use a PennyLane tape transform"
+        )
+    return getattr(qml.transforms, attribute)
 
 
 def _with_tape_stand_ins(program: Any) -> Any:
@@ -105,9 +125,27 @@ def mid_key(mp: Any) -> Any:
     return getattr(mp, "meas_uid", None) or getattr(mp, "id", None) or id(mp)
 
 
+class RegionUnderTransform(CompileError):
+    """A compiled control-flow region in a circuit whose tape is being recorded."""
+
+
+#: transforms (by the names `_names` gives) that only simplify the circuit, never change its
+#: results: with compiled control flow, which a tape cannot hold, the circuit runs as written
+#: (Catalyst's MLIR passes run there; the numbers are the same either way)
+_SIMPLIFICATIONS = frozenset(
+    {
+        "cancel_inverses",
+        "merge_rotations",
+        "combine_global_phases",
+        *_TAPE_TRANSFORM_OF_PASS,
+        *_UNITARY_PRESERVING_PASSES,
+    }
+) - {"split-non-commuting", "split-to-single-terms"}
+
+
 def refuse_region(scope: Any) -> None:
     """Called when a control-flow region would be traced while a tape is being recorded."""
-    raise CompileError(
+    raise RegionUnderTransform(
         f"the transform {scope.recording} cannot be applied by cofactor to a circuit that uses "
         "for_loop, while_loop or cond: PennyLane transforms work on a tape of operations, so "
         "write the circuit with Python loops and conditions on static values, or apply the "
@@ -148,6 +186,17 @@ def _is_leaf(x: Any) -> bool:
     return isinstance(x, MeasurementProcess | Tracer | MeasurementValue)
 
 
+def trace_as_written(scope: Any, qnode: Any, call_args: tuple) -> Any:
+    """Trace the circuit of a QNode without its transforms: the gates are emitted as they
+    are queued; returns its result tree (measurement processes left for the caller)."""
+    queue = qml.queuing.AnnotatedQueue()
+    scope.queues.append(queue)
+    with queue:
+        result = qnode.func(*call_args)
+        scope.flush()
+    return measured_values(scope, result)
+
+
 def trace_transformed(scope: Any, qnode: Any, call_args: tuple) -> Any:
     """Trace the circuit of a transformed QNode; returns its result tree (measurement
     processes left for the caller to emit, or already traced values)."""
@@ -159,9 +208,17 @@ def trace_transformed(scope: Any, qnode: Any, call_args: tuple) -> Any:
     try:
         with queue, _pennylane_cond_on_measurement_values():
             result = qnode.func(*call_args)
+    except RegionUnderTransform:
+        if not set(names.split(", ")) <= _SIMPLIFICATIONS:
+            raise
+        as_written = True  # (nothing quantum was emitted while recording)
+    else:
+        as_written = False
     finally:
         scope.recording = None
         scope.queues.pop()
+    if as_written:
+        return trace_as_written(scope, qnode, call_args)
     ops = [o for o in queue.queue if is_operator(o)]
     leaves, tree = pytree.flatten(result, is_leaf=_is_leaf)
     mps = [v for v in leaves if isinstance(v, MeasurementProcess)]
@@ -427,15 +484,12 @@ def _emit_operations(scope: Any, tape: Any, names: str) -> None:
     """Emit a tape's operations in order; its MidMeasures become `quantum.measure` ops whose
     outcomes are kept in `scope.mcm_values`. (Not through a queue: a transform may put the
     same operator object on a tape several times, and a queue keeps it once.)"""
-    from cofactor.api_extensions.hybrid import expand_traced_control_values
-    from cofactor.tracing.gate_set import decompose
     from cofactor.tracing.qnode import measure
 
     pending: list[Any] = []
 
     def emit_pending() -> None:
-        for op in decompose(expand_traced_control_values(pending)):
-            scope.emit_operation(op)
+        scope.emit_gates(pending)
         pending.clear()
 
     for op in tape.operations:
@@ -505,4 +559,10 @@ def _reset_device(scope: Any) -> None:
     scope.reacquires.append(op)
 
 
-__all__ = ["has_transforms", "record_measure", "refuse_region", "trace_transformed"]
+__all__ = [
+    "has_transforms",
+    "record_measure",
+    "refuse_region",
+    "trace_as_written",
+    "trace_transformed",
+]
