@@ -166,9 +166,10 @@ class GateFuser {
         std::vector<uint32_t> ops; // indices into pool_, in application order
         fusion::Branching branching;
     };
-    // Whether a gate that would join pending blocks should rather apply `applied` (the
-    // largest of them) first and join the others: when the merged block's work (2^b FMAs per
-    // amplitude, b its branching) exceeds that of the two parts apart plus one more pass.
+    // Whether a gate that would join pending blocks should rather apply `applied` (one of
+    // them; addNow tries the smallest first) and join the others: when the merged block's
+    // work (2^b FMAs per amplitude, b its branching) exceeds that of the two parts apart plus
+    // one more pass.
     // Where it pays: the first link of a CNOT chain after one-wire rotations, where merging
     // {0,1} (b = 2) and {2} (b = 1) gives a dense 8 x 8 block (b = 3, 8 FMAs per amplitude)
     // while {0,1} now and {1,2} later cost 4 + 2 (the next link joins {1,2} and {3} at b = 2);
