@@ -16,212 +16,14 @@ namespace cf {
 
 namespace {
 
+constexpr double kDefaultPassCost = 1; // (GateFuser::splitPays; see configure)
+
 int envInt(const char *name, int fallback) {
     const char *v = std::getenv(name);
     return v && *v ? std::atoi(v) : fallback;
 }
 
 } // namespace
-
-namespace fusion {
-
-bool streamKernelOff() {
-    static const bool off = std::getenv("COFACTOR_FUSED_STREAM_OFF") != nullptr;
-    return off;
-}
-
-// Operations with a matrix of their own: table gates (but GlobalPhase, whose "wires" are
-// only its controls) and unitaries. PauliRot keeps its basis-change kernel.
-bool fusable(const Operation &op) {
-    if (op.kind == Operation::Kind::Unitary) return true;
-    return op.kind == Operation::Kind::Gate && canonicalGate(op.gateId).base != CF_GATE_GlobalPhase;
-}
-
-// The wires of op as its local matrix orders them: targets, then controls (built-in first).
-int localWires(const Operation &op, int64_t *out) {
-    int k = 0;
-    const int builtin = op.kind == Operation::Kind::Gate ? canonicalGate(op.gateId).builtinCtrls : 0;
-    for (size_t i = size_t(builtin); i < op.wires.size(); ++i) out[k++] = op.wires[i];
-    const Controls c = operationControls(op);
-    for (int i = 0; i < c.size; ++i) out[k++] = c.wire[i];
-    return k;
-}
-
-std::vector<cplx> denseOf(const GateMatrix &g) {
-    const size_t dim = size_t(1) << g.k;
-    std::vector<cplx> m(dim * dim, cplx(0));
-    switch (g.shape) {
-    case Shape::Identity:
-        for (size_t j = 0; j < dim; ++j) m[j * dim + j] = 1;
-        break;
-    case Shape::PermX: m[1] = m[2] = 1; break;
-    case Shape::Swap: m[0] = m[6] = m[9] = m[15] = 1; break;
-    case Shape::Diagonal:
-        for (size_t j = 0; j < dim; ++j) m[j * dim + j] = g.data[j];
-        break;
-    case Shape::Parity:
-        for (size_t j = 0; j < dim; ++j) m[j * dim + j] = g.data[__builtin_popcountll(j) & 1];
-        break;
-    case Shape::Dense: m = g.data; break;
-    }
-    return m;
-}
-
-std::vector<cplx> liftToLocal(const Operation &op, const GateMatrix &g, int numLocal, bool identityOutside) {
-    const std::vector<cplx> u = denseOf(g);
-    const int nc = numLocal - g.k;
-    if (nc == 0) return u;
-    const Controls ctrls = operationControls(op);
-    size_t pattern = 0;
-    for (int i = 0; i < nc; ++i)
-        if (ctrls.value[i]) pattern |= size_t(1) << (nc - 1 - i);
-    const size_t dim = size_t(1) << numLocal, tdim = size_t(1) << g.k;
-    std::vector<cplx> m(dim * dim, cplx(0));
-    if (identityOutside)
-        for (size_t j = 0; j < dim; ++j)
-            if ((j & ((size_t(1) << nc) - 1)) != pattern) m[j * dim + j] = 1;
-    for (size_t r = 0; r < tdim; ++r)
-        for (size_t c = 0; c < tdim; ++c) m[((r << nc) | pattern) * dim + ((c << nc) | pattern)] = u[r * tdim + c];
-    return m;
-}
-
-std::vector<cplx> localMatrix(const Operation &op, int numLocal, bool inverse) {
-    GateMatrix g;
-    if (op.kind == Operation::Kind::Gate) {
-        const Canonical c = canonicalGate(op.gateId);
-        const int k = int(op.wires.size()) - c.builtinCtrls;
-        static const double kNoParams[1] = {0};
-        g = baseGateMatrix(c.base, op.params.empty() ? kNoParams : op.params.data(), k, op.adjoint != inverse);
-    } else {
-        g.shape = Shape::Dense;
-        g.k = int(op.wires.size());
-        g.data = op.matrix;
-        if (op.adjoint != inverse) daggerInPlace(g);
-    }
-    return liftToLocal(op, g, numLocal, true);
-}
-
-// M <- F M, with M on the q wires `wires` and F on the l wires `local` (a subset of them).
-void leftMultiply(std::vector<cplx> &M, const int64_t *wires, int q, const std::vector<cplx> &F,
-                  const int64_t *local, int l) {
-    const size_t D = size_t(1) << q, L = size_t(1) << l;
-    if (l <= 2 && q <= 4) { // the usual one- and two-wire gates: in place, no allocation
-        size_t scat[4] = {0, 0, 0, 0}, mask = 0;
-        for (int i = 0; i < l; ++i) {
-            const int pos = int(std::find(wires, wires + q, local[i]) - wires);
-            const size_t bit = size_t(1) << (q - 1 - pos);
-            mask |= bit;
-            for (size_t j = 0; j < L; ++j)
-                if ((j >> (l - 1 - i)) & 1) scat[j] |= bit;
-        }
-        cplx rows[4][16];
-        for (size_t rest = 0; rest < D; ++rest) {
-            if (rest & mask) continue;
-            for (size_t j = 0; j < L; ++j)
-                for (size_t c = 0; c < D; ++c) rows[j][c] = M[(rest | scat[j]) * D + c];
-            for (size_t r = 0; r < L; ++r) {
-                cplx *out = &M[(rest | scat[r]) * D];
-                for (size_t c = 0; c < D; ++c) {
-                    cplx acc = 0;
-                    for (size_t j = 0; j < L; ++j)
-                        if (F[r * L + j] != cplx(0)) acc += F[r * L + j] * rows[j][c];
-                    out[c] = acc;
-                }
-            }
-        }
-        return;
-    }
-    // scatter[j]: the block index bits of local basis state j
-    std::vector<size_t> scatter(L, 0);
-    size_t localMask = 0;
-    for (int i = 0; i < l; ++i) {
-        const int pos = int(std::find(wires, wires + q, local[i]) - wires);
-        const size_t bit = size_t(1) << (q - 1 - pos);
-        localMask |= bit;
-        for (size_t j = 0; j < L; ++j)
-            if ((j >> (l - 1 - i)) & 1) scatter[j] |= bit;
-    }
-    std::vector<size_t> gatherIdx(D);
-    for (size_t j = 0; j < L; ++j) gatherIdx[scatter[j]] = j; // only entries with rest = 0 used
-    std::vector<cplx> out(D * D);
-    for (size_t r = 0; r < D; ++r) {
-        const size_t rest = r & ~localMask, rl = gatherIdx[r & localMask];
-        const cplx *frow = F.data() + rl * L;
-        for (size_t c = 0; c < D; ++c) {
-            cplx acc = 0;
-            for (size_t j = 0; j < L; ++j)
-                if (frow[j] != cplx(0)) acc += frow[j] * M[(rest | scatter[j]) * D + c];
-            out[r * D + c] = acc;
-        }
-    }
-    M.swap(out);
-}
-
-void permuteLinear(cplx *dst, const cplx *src, int n, const uint64_t *image) {
-    const int h = n / 2;
-    const uint64_t lowSize = uint64_t(1) << h, highSize = uint64_t(1) << (n - h);
-    std::vector<uint64_t> llo(lowSize, 0), lhi(highSize, 0);
-    for (uint64_t m = 1; m < lowSize; ++m) llo[m] = llo[m & (m - 1)] ^ image[__builtin_ctzll(m)];
-    for (uint64_t m = 1; m < highSize; ++m) lhi[m] = lhi[m & (m - 1)] ^ image[h + __builtin_ctzll(m)];
-    gatherLinear(dst, src, n, h, llo.data(), lhi.data());
-}
-
-bool overlaps(const std::vector<int64_t> &a, const int64_t *w, int k) {
-    for (int64_t x : a)
-        for (int i = 0; i < k; ++i)
-            if (x == w[i]) return true;
-    return false;
-}
-
-void applyMatrix(cplx *sv, int n, std::vector<cplx> M, const int64_t *wires, int q) {
-    const size_t D = size_t(1) << q;
-    // Classify: a diagonal block takes the diagonal kernel (it only scales), a permutation
-    // (one nonzero per row: CNOT/X/SWAP chains with phases) the sparse gather of denseK,
-    // 2-wire blocks above the lowest two bits and the rest the fused kernels (the stream
-    // kernel where it can, FusedKernels.inc), other blocks of 1-2 wires the chunked kernels.
-    bool diagonal = true, permutation = true;
-    for (size_t r = 0; r < D; ++r) {
-        int nonzeros = 0;
-        for (size_t c = 0; c < D; ++c)
-            if (M[r * D + c] != cplx(0)) {
-                ++nonzeros;
-                if (c != r) diagonal = false;
-            }
-        if (nonzeros != 1) permutation = false;
-    }
-    static const bool trace = std::getenv("COFACTOR_FUSION_TRACE") != nullptr;
-    if (trace && !tiles::laterTile()) {
-        int nz = 0;
-        for (size_t j = 0; j < D * D; ++j) nz += M[j] != cplx(0);
-        std::fprintf(stderr, "block bits");
-        for (int i = 0; i < q; ++i) std::fprintf(stderr, " %d", bitOf(n, wires[i]));
-        std::fprintf(stderr, " nz %d%s%s\n", nz, diagonal ? " diag" : "", permutation ? " perm" : "");
-    }
-    const Controls none;
-    GateMatrix g;
-    g.k = q;
-    if (diagonal) {
-        g.shape = Shape::Diagonal;
-        g.data.resize(D);
-        for (size_t j = 0; j < D; ++j) g.data[j] = M[j * D + j];
-        return applyGateMatrix(sv, n, g, wires, none);
-    }
-    // 2-wire blocks above the lowest two bits: the stream kernel (no lane shuffles, and
-    // half the FMAs for a CNOT after rotations); on the low bits the chunked kernels
-    int low = n;
-    for (int i = 0; i < q; ++i) low = std::min(low, bitOf(n, wires[i]));
-    if (q == 2 && !permutation && low >= 2 && !streamKernelOff()) return applyFusedDense(sv, n, M.data(), wires, q);
-    // permutations of 3-4 wires take the stream kernel's move-only instance (or the lane
-    // kernel); wider ones the sparse gather of denseK
-    if (q <= 2 || (permutation && q > 4)) {
-        g.shape = Shape::Dense;
-        g.data = std::move(M);
-        return applyGateMatrix(sv, n, g, wires, none);
-    }
-    applyFusedDense(sv, n, M.data(), wires, q);
-}
-
-} // namespace fusion
 
 using namespace fusion;
 
@@ -233,6 +35,12 @@ void GateFuser::configure(int n) {
     const int k = std::clamp(envInt("COFACTOR_FUSION_QUBITS", fallback), 1, kMaxFusionQubits);
     maxQubits_ = on && n >= minQubits ? k : 0;
     lightCone_ = envInt("COFACTOR_FUSION_LIGHT_CONE", 1) != 0;
+    // splitPays' cost of a pass, in FMAs per amplitude: 1 (measured in-process, one thread,
+    // CPU time, 12 alternated batches, default against -1 = never split: the long 16-wire
+    // circuit 11.71 / 12.32 ms, SEL forward n = 16 1.19 / 1.24 ms, n = 20 23.7 / 23.8 ms;
+    // 3, which splits nothing at k = 3, n = 20: 24.5 ms)
+    const char *pass = std::getenv("COFACTOR_FUSION_PASS_COST");
+    passCost_ = pass && *pass ? std::atof(pass) : kDefaultPassCost;
     // tiles: only where the kernels inside a tile run on one thread (below the pool's
     // threshold), so that the pass over the tiles is the only parallel loop
     const int tile = envInt("COFACTOR_FUSION_TILE_QUBITS", kDefaultTileQubits);
@@ -477,6 +285,28 @@ void GateFuser::replayQueue(cplx *sv, int n) {
     for (size_t i = 0; i < total; ++i) addNow(sv, n, queue_[i]);
 }
 
+bool GateFuser::splitPays(const size_t *hits, size_t count, size_t applied, const Operation &op, const int64_t *w, int nw) const {
+    Branching merged, rest;
+    int mergedWires = nw, restWires = nw; // the union's wires (a block's not among op's)
+    for (size_t h = 0; h < count; ++h) {
+        const Block &b = blocks_[hits[h]];
+        int extra = 0;
+        for (int64_t x : b.wires) extra += std::find(w, w + nw, x) == w + nw;
+        merged.bits += b.branching.bits;
+        merged.fresh |= b.branching.fresh;
+        mergedWires += extra;
+        if (hits[h] == applied) continue;
+        rest.bits += b.branching.bits;
+        rest.fresh |= b.branching.fresh;
+        restWires += extra;
+    }
+    merged.note(op, w, nw);
+    rest.note(op, w, nw);
+    auto work = [](const Branching &b, size_t wires) { return double(uint64_t(1) << std::min<size_t>(size_t(b.bits), wires)); };
+    const Block &a = blocks_[applied];
+    return work(a.branching, a.wires.size()) + passCost_ + work(rest, size_t(restWires)) < work(merged, size_t(mergedWires));
+}
+
 void GateFuser::addNow(cplx *sv, int n, const Operation &op) {
     // bounds the pool of queued operations on long circuits that never read the state
     if (used_ >= kMaxPending) flushAll(sv, n);
@@ -523,27 +353,51 @@ void GateFuser::addNow(cplx *sv, int n, const Operation &op) {
         if (!ready_.empty()) drain(sv, n);
         return applyOperation(sv, n, op, false);
     }
-    while (unionSize() > maxQubits_) {
-        auto largest = std::max_element(hit.begin(), hit.end(), [&](size_t a, size_t b) {
-            return blocks_[a].wires.size() < blocks_[b].wires.size();
-        });
-        const size_t i = *largest;
-        hit.erase(largest);
+    auto applyHit = [&](size_t *at) {
+        const size_t i = *at;
+        hit.erase(at);
         drop[i] = true;
         Block b = std::move(blocks_[i]);
         blocks_[i] = Block();
         applyBlock(sv, n, b);
+    };
+    while (unionSize() > maxQubits_)
+        applyHit(std::max_element(hit.begin(), hit.end(), [&](size_t a, size_t b) {
+            return blocks_[a].wires.size() < blocks_[b].wires.size();
+        }));
+    if (hit.count >= 1 && passCost_ >= 0) { // (splitPays): the smallest block that pays
+        size_t order[kMaxQubits];
+        std::copy(hit.begin(), hit.end(), order);
+        std::sort(order, order + hit.count, [&](size_t a, size_t b) {
+            const Block &x = blocks_[a], &y = blocks_[b];
+            if (x.wires.size() != y.wires.size()) return x.wires.size() < y.wires.size();
+            return x.branching.bits < y.branching.bits;
+        });
+        for (size_t j = 0; j < hit.count; ++j)
+            if (splitPays(hit.idx, hit.count, order[j], op, w, nw)) {
+                applyHit(std::find(hit.begin(), hit.end(), order[j]));
+                break;
+            }
     }
-    // the new block: op's wires, then the others; the merged blocks' ops (they commute with
-    // each other), then op
+    // the new block: the first overlapped block's wires, the others', then op's new ones;
+    // the merged blocks' ops (they commute with each other), then op. It takes over the first
+    // block's vectors (no allocation per gate once they have grown).
     Block merged;
-    merged.wires.assign(w, w + nw);
-    for (size_t i : hit) {
-        drop[i] = true;
-        for (int64_t x : blocks_[i].wires)
-            if (std::find(w, w + nw, x) == w + nw) merged.wires.push_back(x);
-        merged.ops.insert(merged.ops.end(), blocks_[i].ops.begin(), blocks_[i].ops.end());
+    if (hit.count > 0) {
+        merged = std::move(blocks_[hit.idx[0]]);
+        drop[hit.idx[0]] = true;
     }
+    for (size_t h = 1; h < hit.count; ++h) {
+        const size_t i = hit.idx[h];
+        drop[i] = true;
+        merged.wires.insert(merged.wires.end(), blocks_[i].wires.begin(), blocks_[i].wires.end());
+        merged.ops.insert(merged.ops.end(), blocks_[i].ops.begin(), blocks_[i].ops.end());
+        merged.branching.bits += blocks_[i].branching.bits;
+        merged.branching.fresh |= blocks_[i].branching.fresh;
+    }
+    for (int j = 0; j < nw; ++j)
+        if (std::find(merged.wires.begin(), merged.wires.end(), w[j]) == merged.wires.end()) merged.wires.push_back(w[j]);
+    merged.branching.note(op, w, nw);
     if (used_ == pool_.size()) pool_.push_back(op);
     else pool_[used_] = op;
     merged.ops.push_back(uint32_t(used_++));

@@ -101,6 +101,21 @@ bool overlaps(const std::vector<int64_t> &a, const int64_t *w, int k);
 void permuteLinear(cplx *dst, const cplx *src, int n, const uint64_t *image);
 // sv = M sv, M dense on the q wires: by the diagonal, permutation, 1-2 wire or fused kernel.
 void applyMatrix(cplx *sv, int n, std::vector<cplx> M, const int64_t *wires, int q);
+
+// A block's branching: an upper bound b on log2 of the nonzeros per column of its matrix
+// (the stream kernel's work per amplitude grows with them: 2^b FMAs per amplitude for the
+// typical block, FusedKernels.inc), kept per block from its gates' kinds alone (no matrix).
+// A gate that mixes amplitudes (a dense table gate, a unitary) at most doubles the support
+// of each column per target wire: b += its targets. A wire that has mixed since the last
+// permutation touching it (`fresh`) keeps the support closed under flipping it, so a further
+// one-wire mixing gate on it does not grow b (H T RZ on a wire: b = 1); diagonal gates change
+// no support; a permutation of several wires (CNOT, SWAP, Toffoli) breaks that closure.
+struct Branching {
+    int bits = 0;
+    uint64_t fresh = 0; // bit w: wire w (w < 64)
+    // takes op, on the local wires w (nw of them)
+    void note(const Operation &op, const int64_t *w, int nw);
+};
 } // namespace fusion
 
 class GateFuser {
@@ -149,7 +164,21 @@ class GateFuser {
     struct Block {
         std::vector<int64_t> wires;
         std::vector<uint32_t> ops; // indices into pool_, in application order
+        fusion::Branching branching;
     };
+    // Whether a gate that would join pending blocks should rather apply `applied` (one of
+    // them; addNow tries the smallest first) and join the others: when the merged block's
+    // work (2^b FMAs per amplitude, b its branching) exceeds that of the two parts apart plus
+    // one more pass.
+    // Where it pays: the first link of a CNOT chain after one-wire rotations, where merging
+    // {0,1} (b = 2) and {2} (b = 1) gives a dense 8 x 8 block (b = 3, 8 FMAs per amplitude)
+    // while {0,1} now and {1,2} later cost 4 + 2 (the next link joins {1,2} and {3} at b = 2);
+    // and the chain's last block, still pending when the next round's rotations come, which
+    // they would make dense. The long 16-wire circuit of benchmark section 6: per round one
+    // dense block and one 2-wire block become one 4-group block.
+    // COFACTOR_FUSION_PASS_COST: a pass's cost in FMAs per amplitude (< 0: never split).
+    bool splitPays(const size_t *hits, size_t count, size_t applied, const Operation &op, const int64_t *w, int nw) const;
+    double passCost_ = -1;
     void flushAll(cplx *sv, int n);
     // The fusion proper: op joins the pending blocks, which are applied as they must be.
     void addNow(cplx *sv, int n, const Operation &op);
