@@ -15,6 +15,7 @@
 #include "Stages.h"
 
 #include "mlir/IR/Verifier.h"
+#include "llvm/IR/Verifier.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -92,12 +93,16 @@ void prefaultCompilerCode(const void *pluginAddress) {
   if (setting && std::strcmp(setting, "0") == 0)
     return;  // COFACTOR_COMPILER_PREFAULT=0: off (A/B)
   static std::once_flag once;
-  std::call_once(once, [pluginAddress] {
+  std::call_once(once, [pluginAddress, setting] {
     // In the order a compile needs them: the lowering (libMLIR), Enzyme, the link (here).
     mlir::LogicalResult (*mlirCode)(mlir::Operation *, bool) = &mlir::verify;
+    // COFACTOR_COMPILER_PREFAULT=all: libLLVM's code too (measurement; see the top).
+    bool (*llvmCode)(const llvm::Module &, llvm::raw_ostream *, bool *) = &llvm::verifyModule;
+    bool all = setting && std::strcmp(setting, "all") == 0;
     std::vector<Range> ranges;
     for (const void *address : {reinterpret_cast<const void *>(mlirCode), pluginAddress,
-                                reinterpret_cast<const void *>(&prefaultCompilerCode)}) {
+                                reinterpret_cast<const void *>(&prefaultCompilerCode),
+                                all ? reinterpret_cast<const void *>(llvmCode) : nullptr}) {
       Wanted one{objectOf(address), {}};
       if (one.base)
         dl_iterate_phdr(collect, &one);
