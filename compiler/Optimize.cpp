@@ -127,6 +127,10 @@ bool ensureEnzymeLoaded(int fd, std::string &error) {
   return true;
 }
 
+const void *enzymePluginAddress() {
+  return enzyme ? enzyme->getPluginName().data() : nullptr;
+}
+
 std::vector<llvm::StringRef> splitPipeline(llvm::StringRef pipeline) {
   std::vector<llvm::StringRef> parts;
   int depth = 0;

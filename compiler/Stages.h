@@ -40,6 +40,13 @@ void prepareNextCodeGen();
 /// a classical gradient is known to be coming (the Enzyme plugin loaded ahead).
 void warmCodeGenTarget();
 
+/// Maps the code pages of libMLIR, the Enzyme plugin (the object holding `pluginAddress`,
+/// when not null) and this library in a background thread, once per process (Prefault.cpp),
+/// so that the compile that follows does not fault them in one by one.
+/// COFACTOR_COMPILER_PREFAULT=0 turns it off.
+void prefaultCompilerCode(const void *pluginAddress);
+/// The address of a byte of the loaded Enzyme plugin (its name), or null when not loaded.
+const void *enzymePluginAddress();
 /// cofactor-opt + mlir-translate: parse `mlir`, run `pipeline` (implicit nesting, as
 /// cofactor-opt does with one flag per pass) and translate to LLVM IR in `llvmContext`.
 /// `loweredText` receives the lowered MLIR when non-null. `failedStage` is
