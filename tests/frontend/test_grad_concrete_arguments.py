@@ -70,7 +70,7 @@ def test_jacobian_and_jvp_with_a_static_count():
 
     @cofactor.qjit(static_argnums=1)
     def tangent(x, n):
-        return cofactor.jvp(lambda a, m: a ** m, (x, n), (1.0,), argnums=0)
+        return cofactor.jvp(lambda a, m: a**m, (x, n), (1.0,), argnums=0)
 
     value, derivative = tangent(0.5, 3)
     assert np.isclose(value, 0.125) and np.isclose(derivative, 0.75)

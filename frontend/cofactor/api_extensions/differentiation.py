@@ -81,7 +81,9 @@ class _Request:
         outer = context.differentiation_method(ctx)
         if self.method == "auto" and outer == "auto":
             raise DifferentiableCompileError(
-                "Only finite difference can compute higher order derivatives."
+                "Only finite difference can compute higher order derivatives. "
+                f'({what} is inside another derivative: give both method="fd", e.g. '
+                'grad(grad(f, method="fd"), method="fd").)'
             )
         if self.method == "fd" and outer == "auto":
             # Enzyme over finite differences: the differences call the traced function on
