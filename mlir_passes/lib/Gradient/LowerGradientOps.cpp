@@ -16,6 +16,9 @@
 // passed as differentiated, with zeroed scratch shadows for the inputs the vjp
 // did not ask for (see the comment at the use).
 //
+// The function handed to Enzyme starts with `__enzyme_double` hints on its
+// float buffer arguments (GradientUtils hintDoubles).
+//
 // It also rewrites every `memref.copy` in the code Enzyme will differentiate
 // (the vjp callees and everything they call, short of functions with a custom
 // gradient) into a loop of loads and stores. memref.copy lowers to a memcpy of
@@ -142,6 +145,7 @@ struct LowerGradientOpsPass
       }
 
     int64_t counter = 0;
+    llvm::SmallPtrSet<Operation *, 4> hinted;
     for (gradient::VJPOp op : ops) {
       MLIRContext *ctx = op.getContext();
       OpBuilder builder(ctx);
@@ -198,9 +202,19 @@ struct LowerGradientOpsPass
       auto type = mb.getFunctionType(ValueRange(args).getTypes(), {});
       auto decl = mb.create<func::FuncOp>(loc, name, type);
       decl.setPrivate();
-      decl->setAttr(
-          attr::kVJPCallee,
-          FlatSymbolRefAttr::get(differentiableCallee(callee, symbols)));
+      func::FuncOp differentiable = differentiableCallee(callee, symbols);
+      if (!differentiable.isExternal() &&
+          hinted.insert(differentiable).second) {
+        // Types for Enzyme of the float buffers it is handed: an input that is
+        // only loaded into a loop's first carry is otherwise of unknown type
+        // (see hintDoubles).
+        OpBuilder hb =
+            OpBuilder::atBlockBegin(&differentiable.getBody().front());
+        for (BlockArgument arg : differentiable.getArguments())
+          hintDoubles(hb, differentiable.getLoc(), arg);
+      }
+      decl->setAttr(attr::kVJPCallee,
+                    FlatSymbolRefAttr::get(differentiable));
       decl->setAttr(attr::kVJPNumInputs, op.getNumInputsAttr());
       decl->setAttr(attr::kVJPNumOutputs, op.getNumOutputsAttr());
       decl->setAttr(attr::kVJPDiffInputs, mb.getI64ArrayAttr(diffInputs));
