@@ -37,6 +37,7 @@
 
 #include "mlir/Dialect/Arithmetic/IR/Arithmetic.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
@@ -120,8 +121,9 @@ struct LowerGradientOpsPass
            "that --cofactor-emit-enzyme-glue turns into __enzyme_autodiff";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
+    // (LLVM: the type hints read data pointers from memref descriptors)
     registry.insert<func::FuncDialect, memref::MemRefDialect, scf::SCFDialect,
-                    arith::ArithmeticDialect>();
+                    arith::ArithmeticDialect, LLVM::LLVMDialect>();
   }
 
   void runOnOperation() final {
