@@ -153,7 +153,10 @@ def render(program: list[Stage], compiled: bool, diff_method: str, final: str, i
                     ]
                 )
             else:
-                lines += _indent([f"for i in range({bound}):", *_indent(body)])
+                # (the compiled loop's index is its body's own: Python's leaks out)
+                lines += _indent(
+                    ["outer_i = i", f"for i in range({bound}):", *_indent(body), "i = outer_i"]
+                )
         else:  # while: a counter bounds it, as a data-dependent condition would
             if compiled:
                 lines += _indent(
