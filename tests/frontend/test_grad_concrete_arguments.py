@@ -79,3 +79,10 @@ def test_jacobian_and_jvp_with_a_static_count():
 def test_differentiated_integer_argument_is_still_refused():
     with pytest.raises(cofactor.DifferentiableCompileError, match="argument 1 .* int64"):
         cofactor.qjit(cofactor.grad(lambda x, n: x * n, argnums=1))(0.5, 3)
+
+
+def test_arguments_without_leaves_next_to_concrete_ones():
+    # None and () have no leaves: their place among the inputs is still counted right
+    assert cofactor.qjit(cofactor.grad(lambda x, c: x * 2 if c is None else x))(0.5, None) == 2
+    assert cofactor.qjit(cofactor.grad(lambda x, c, n: x * n))(0.5, None, 3) == 3
+    assert cofactor.qjit(cofactor.grad(lambda c, x: x * 3, argnums=1))((), 0.5) == 3

@@ -26,6 +26,7 @@ itself on first call (`qjit(grad(f))` is the same thing spelled out).
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -110,13 +111,13 @@ class _Request:
         dynamic = [
             i for i, leaf in enumerate(leaves) if i in differentiated or not _is_concrete(leaf)
         ]
-        position = {i: k for k, i in enumerate(dynamic)}
-        # (ranges into the inputs; only those of differentiated arguments are used)
+        kept = set(dynamic)
+        # (ranges into the inputs, from the number of inputs before the argument's first
+        # leaf; only those of differentiated arguments are used, and they are all inputs)
         self.arg_ranges = [
-            range(position[r.start], position[r.start] + len(r))
-            if all(i in position for i in r)
-            else range(0)
+            range(first, first + len(r)) if all(i in kept for i in r) else range(0)
             for r in all_ranges
+            for first in (bisect.bisect_left(dynamic, r.start),)
         ]
         tracers = []
         for i in dynamic:
