@@ -110,7 +110,9 @@ def call_qnode(qnode: Any, args: tuple, kwargs: dict) -> Any:
     cells = _traced_cells(qnode.func)
     captured = [c.cell_contents for c in cells]
     specs = tuple(BufferSpec(t.shape, t.dtype) for t in [*dynamic, *captured])
-    static = tuple(_static_key(x) for x in leaves if not _is_dynamic(x))
+    # (with their positions and types: circuit(x, 0.4) and circuit(0.4, x) are different
+    # circuits, and so are circuit(x, 2) and circuit(x, 2.0), equal as keys otherwise)
+    static = tuple((i, type(x), _static_key(x)) for i, x in enumerate(leaves) if not _is_dynamic(x))
     # The body is traced differently when Enzyme differentiates it (libm calls become
     # differentiable math ops, sqrt is guarded at 0): a primal trace cannot serve a gradient.
     differentiated = context.differentiation_method(ctx) == "auto"
