@@ -12,7 +12,9 @@ or parameter-shift) must equal plain Python on PennyLane (default.qubit, backpro
 `qml.grad(..., argnums=[0, 1])`) to 1e-9 / 1e-7.
 
 Found: a QNode result that reached a branch's or a loop's value without arithmetic stopped
-Enzyme ("Cannot deduce type of phi"; split-qnodes now types the result buffers).
+Enzyme ("Cannot deduce type of phi"; the gradient passes now type those buffers). The
+update `qe(s, 0.4) - 0.5 * qe(0.4, s)` covers the same QNode with a static value in two
+places (test_qnode_static_argument_keys.py).
 
 `make test` runs COFACTOR_FUZZ_EXAMPLES examples (default 12, derandomized); run longer with
 e.g. COFACTOR_FUZZ_EXAMPLES=200 COFACTOR_FUZZ_SEED=3.
@@ -49,6 +51,7 @@ SCALAR_UPDATES = [
     "qp(x + i * 0.1)[3] + s * 0.5",
     "s * 0.7 + np.sum(v * x[0])",
     "qe(v[0] + s, y * i)",
+    "qe(s, 0.4) - 0.5 * qe(0.4, s)",
 ]
 #: a new probability-like vector v (4,) from (s, v, x, y, i)
 VECTOR_UPDATES = [
