@@ -209,7 +209,16 @@ class QJIT:
             key = self._quick_keys.get(quick)
             if key is not None:
                 return list(args), key
-        layout, values = self._binder.bind(args, kwargs)
+        try:
+            layout, values = self._binder.bind(args, kwargs)
+        except TypeError as err:
+            if "shots" in kwargs and "shots" not in self._signature.parameters:
+                # PennyLane's deprecated call-time shots (`circuit(x, shots=100)`)
+                raise TypeError(
+                    f"{err} (a compiled QNode takes no shots at call time: set them with "
+                    "qml.set_shots(circuit, shots=...) or on the device)"
+                ) from None
+            raise
         leaves, tree, specs, static = split_slots(
             layout, values, self.__name__, self._binder.pos_names
         )

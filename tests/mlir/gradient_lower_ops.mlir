@@ -70,6 +70,9 @@ func.func @grad(%x: memref<3xf64>, %s: memref<f64>, %out: memref<2x2xf64>,
 // CHECK-LABEL: func.func private @g(
 // CHECK-LABEL: func.func private @g.differentiable(%arg0: memref<2xf64>, %arg1: memref<f64>)
 // CHECK-SAME: cofactor.num_inputs = 1 : i64
+// The function handed to Enzyme types its float buffers (2 and 1 doubles) for Enzyme:
+// CHECK: call @__enzyme_double({{.*}}, %c16_i64)
+// CHECK: call @__enzyme_double({{.*}}, %c8_i64)
 // CHECK-NEXT: call @g(%arg0, %arg1)
 // CHECK-NEXT: return
 // CHECK: func.func private @__cofactor_vjp_0(

@@ -26,6 +26,7 @@ itself on first call (`qjit(grad(f))` is the same thing spelled out).
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -59,7 +60,7 @@ from cofactor.ir.scf_ops import for_op, yield_op
 from cofactor.launcher import BufferSpec
 from cofactor.tracing import context, pytree
 from cofactor.tracing.numpy_rules import as_tracer, cast_tracer, store_tracer
-from cofactor.tracing.tracer import FLOAT, Tracer
+from cofactor.tracing.tracer import FLOAT, Scalar, Tracer
 
 #: Jacobians with at most this many output elements unroll their one-hot vjps
 UNROLL_JACOBIAN_ROWS = 8
@@ -81,7 +82,9 @@ class _Request:
         outer = context.differentiation_method(ctx)
         if self.method == "auto" and outer == "auto":
             raise DifferentiableCompileError(
-                "Only finite difference can compute higher order derivatives."
+                "Only finite difference can compute higher order derivatives. "
+                f'({what} is inside another derivative: give both method="fd", e.g. '
+                'grad(grad(f, method="fd"), method="fd").)'
             )
         if self.method == "fd" and outer == "auto":
             # Enzyme over finite differences: the differences call the traced function on
@@ -94,17 +97,32 @@ class _Request:
         self.argnums, self.single_arg = normalize_argnums(argnums, len(args), what)
         # leaves of each positional argument
         self.arg_trees: list[Any] = []
-        self.arg_ranges: list[range] = []
+        all_ranges: list[range] = []
         leaves: list[Any] = []
         for a in args:
             sub, tree = pytree.flatten(a, is_leaf=is_leaf)
-            self.arg_ranges.append(range(len(leaves), len(leaves) + len(sub)))
+            all_ranges.append(range(len(leaves), len(leaves) + len(sub)))
             self.arg_trees.append(tree)
             leaves += sub
+        # As in JAX, the arguments that are not differentiated keep their Python values
+        # (a static `n` of qjit stays an int for range(n), a string stays a string); only
+        # arrays and traced values become inputs of the differentiated function.
+        differentiated = {i for n in self.argnums for i in all_ranges[n]}
+        dynamic = [
+            i for i, leaf in enumerate(leaves) if i in differentiated or not _is_concrete(leaf)
+        ]
+        kept = set(dynamic)
+        # (ranges into the inputs, from the number of inputs before the argument's first
+        # leaf; only those of differentiated arguments are used, and they are all inputs)
+        self.arg_ranges = [
+            range(first, first + len(r)) if all(i in kept for i in r) else range(0)
+            for r in all_ranges
+            for first in (bisect.bisect_left(dynamic, r.start),)
+        ]
         tracers = []
-        for i, leaf in enumerate(leaves):
+        for i in dynamic:
             try:
-                tracers.append(as_tracer(leaf))
+                tracers.append(as_tracer(leaves[i]))
             except CompileError as err:
                 raise CompileError(f"{what}: argument leaf {i}: {err}") from None
         # the differentiated leaves in increasing order (gradient.vjp needs that); per_arg
@@ -123,6 +141,8 @@ class _Request:
         if self.method == "auto" and not isinstance(fn, qml.QNode):
             # Enzyme will differentiate classical code: its plugin loads while this traces
             native_compiler.prepare_enzyme()
+        if len(dynamic) < len(leaves):
+            fn, args_tree = _with_concrete_leaves(fn, leaves, dynamic, self.arg_trees, all_ranges)
         self.traced = trace_function(fn, args_tree, tracers, self.method, what)
         self.inputs = [*tracers, *self.traced.captured]
         self._in_refs: list[SSAValue] | None = None
@@ -407,6 +427,29 @@ class _Transform:
 
     def _apply(self, req: _Request) -> Any:  # pragma: no cover - overridden
         raise NotImplementedError
+
+
+def _is_concrete(leaf: Any) -> bool:
+    """A leaf that is a Python value, not an array or a traced value."""
+    return not isinstance(leaf, Tracer | Scalar | np.ndarray)
+
+
+def _with_concrete_leaves(
+    fn: Callable, leaves: list[Any], dynamic: list[int], trees: list[Any], ranges: list[range]
+) -> tuple[Callable, Any]:
+    """`fn` taking only the leaves at `dynamic` (flat), with the other leaves put back as
+    the Python values they are; and the argument tree of the flat leaves."""
+
+    def with_concrete(*dynamic_values: Any) -> Any:
+        full = list(leaves)
+        for i, value in zip(dynamic, dynamic_values, strict=True):
+            full[i] = value
+        pieces = zip(trees, ranges, strict=True)
+        return fn(*(pytree.unflatten(t, full[r.start : r.stop]) for t, r in pieces))
+
+    with_concrete.__name__ = fn_name(fn)
+    with_concrete.__wrapped__ = fn  # type: ignore[attr-defined]  # (captured_cells looks there)
+    return with_concrete, ("tuple", (pytree.LEAF,) * len(dynamic))
 
 
 def _with_keywords_last(fn: Callable, n_positional: int, names: list[str]) -> Callable:

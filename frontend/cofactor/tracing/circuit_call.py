@@ -115,7 +115,9 @@ def call_qnode(qnode: Any, args: tuple, kwargs: dict) -> Any:
     cells = _traced_cells(qnode.func)
     captured = [c.cell_contents for c in cells]
     specs = tuple(BufferSpec(t.shape, t.dtype) for t in [*dynamic, *captured])
-    static = tuple(_static_key(x) for x in leaves if not _is_dynamic(x))
+    # (with their positions and types: circuit(x, 0.4) and circuit(0.4, x) are different
+    # circuits, and so are circuit(x, 2) and circuit(x, 2.0), equal as keys otherwise)
+    static = tuple((i, type(x), _static_key(x)) for i, x in enumerate(leaves) if not _is_dynamic(x))
     # The body is traced differently when Enzyme differentiates it (libm calls become
     # differentiable math ops, sqrt is guarded at 0): a primal trace cannot serve a gradient.
     differentiated = context.differentiation_method(ctx) == "auto"
@@ -211,8 +213,8 @@ def _emit_qnode_function(
                 kinds.append(_measurement_kind(v))
             else:
                 outputs.append(v)
-                # (a snapshot's state is a state return for check_differentiable)
-                kinds.append("state" if any(v is s for s in scope.snapshots) else "classical")
+                # (a snapshot's state: check_differentiable refuses it by name)
+                kinds.append("snapshot" if any(v is s for s in scope.snapshots) else "classical")
                 if scope.one_shot and not _static_leaf(v):
                     # a value computed in each shot (a measurement outcome, a constant):
                     # stacked over the shots, as Catalyst's one-shot does
@@ -380,6 +382,12 @@ def check_differentiable(info: QNodeInfo) -> None:
             "gradient is always exact, not an estimate from the shots; use "
             "diff_method='parameter-shift' for a finite-shot gradient, or shots=None for "
             "the exact adjoint gradient"
+        )
+    if "snapshot" in info.kinds:
+        raise DifferentiableCompileError(
+            f"State returns are forbidden in gradients {where}: a compiled QNode returns "
+            "the states at its qml.Snapshot()s (as Catalyst); remove the snapshots from the "
+            "circuit to differentiate it"
         )
     if "state" in info.kinds:
         raise DifferentiableCompileError(f"State returns are forbidden in gradients {where}")

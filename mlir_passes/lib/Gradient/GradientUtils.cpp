@@ -24,7 +24,9 @@ bool cofactor::isSupportedMemRef(Type type) {
   return memref && memref.getLayout().isIdentity();
 }
 
-Value cofactor::dataPointer(OpBuilder &b, Location loc, Value memref) {
+/// The memref's LLVM descriptor and the type of its element pointer.
+static std::pair<Value, Type> descriptor(OpBuilder &b, Location loc,
+                                         Value memref) {
   // MLIR 15 has no memref.extract_aligned_pointer_as_index: read the pointer
   // from the LLVM descriptor through a cast that meets the descriptor the
   // memref becomes in the standard lowering (reconcile-unrealized-casts then
@@ -33,7 +35,11 @@ Value cofactor::dataPointer(OpBuilder &b, Location loc, Value memref) {
   Type descType = converter.convertType(memref.getType());
   Value desc =
       b.create<UnrealizedConversionCastOp>(loc, descType, memref).getResult(0);
-  Type elementPtr = descType.cast<LLVM::LLVMStructType>().getBody()[1];
+  return {desc, descType.cast<LLVM::LLVMStructType>().getBody()[1]};
+}
+
+Value cofactor::dataPointer(OpBuilder &b, Location loc, Value memref) {
+  auto [desc, elementPtr] = descriptor(b, loc, memref);
   Value aligned = b.create<LLVM::ExtractValueOp>(loc, elementPtr, desc,
                                                  b.getI64ArrayAttr(1));
   Value offset = b.create<LLVM::ExtractValueOp>(loc, b.getI64Type(), desc,
@@ -41,6 +47,17 @@ Value cofactor::dataPointer(OpBuilder &b, Location loc, Value memref) {
   Value start =
       b.create<LLVM::GEPOp>(loc, elementPtr, aligned, ValueRange{offset});
   return b.create<LLVM::BitcastOp>(loc, getVoidPtrType(b.getContext()), start);
+}
+
+/// The aligned pointer itself: where the loads and stores of a memref with
+/// the identity layout (static offset 0) address, as Enzyme sees them (the
+/// descriptor's offset field is a runtime value to its type analysis).
+static Value alignedPointer(OpBuilder &b, Location loc, Value memref) {
+  auto [desc, elementPtr] = descriptor(b, loc, memref);
+  Value aligned = b.create<LLVM::ExtractValueOp>(loc, elementPtr, desc,
+                                                 b.getI64ArrayAttr(1));
+  return b.create<LLVM::BitcastOp>(
+      loc, cofactor::getVoidPtrType(b.getContext()), aligned);
 }
 
 Value cofactor::dataAddress(OpBuilder &b, Location loc, Value memref) {
@@ -123,6 +140,32 @@ void cofactor::beforeEachReturn(
     OpBuilder b(ret);
     body(b, ret);
   }
+}
+
+void cofactor::hintDoubles(OpBuilder &b, Location loc, Value memref) {
+  auto type = memref.getType().dyn_cast<MemRefType>();
+  if (!type || !type.hasStaticShape() || !isSupportedMemRef(type))
+    return;
+  Type element = type.getElementType();
+  bool complex = element.isa<ComplexType>();
+  if (complex)
+    element = element.cast<ComplexType>().getElementType();
+  if (!element.isF64() || type.getNumElements() == 0)
+    return;
+  // (Enzyme's type trees keep offsets up to 100 bytes: more would only cost time)
+  int64_t bytes =
+      std::min<int64_t>(type.getNumElements() * (complex ? 16 : 8), 128);
+  MLIRContext *ctx = b.getContext();
+  auto module =
+      b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  auto hint = getOrDeclare(module, "__enzyme_double",
+                           FunctionType::get(ctx,
+                                             {getVoidPtrType(ctx),
+                                              IntegerType::get(ctx, 64)},
+                                             {}));
+  Value size = b.create<arith::ConstantOp>(loc, b.getI64IntegerAttr(bytes));
+  b.create<func::CallOp>(loc, hint,
+                         ValueRange{alignedPointer(b, loc, memref), size});
 }
 
 func::FuncOp cofactor::getOrDeclare(ModuleOp module, StringRef name,

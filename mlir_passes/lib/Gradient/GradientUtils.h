@@ -46,6 +46,13 @@ void beforeEachReturn(
 /// The private declaration `name` of `type`, created if the module lacks it.
 mlir::func::FuncOp getOrDeclare(mlir::ModuleOp module, llvm::StringRef name,
                                 mlir::FunctionType type);
+/// `__enzyme_double(ptr, bytes)` on a memref of f64 or complex<f64> with a
+/// static shape (others get nothing): tells Enzyme's type analysis that the
+/// buffer holds doubles. Without it a buffer that only opaque code writes (a
+/// QNode's quantum part) or that is only loaded, its value going straight into
+/// a phi (a branch's value, a loop's carry) and out again, has no type, and
+/// Enzyme stops with "Cannot deduce type of phi". Enzyme erases the calls.
+void hintDoubles(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref);
 /// Whether the gradient passes can handle values of this type: memrefs with the
 /// identity layout (contiguous, offset 0), as the frontend emits.
 bool isSupportedMemRef(mlir::Type type);

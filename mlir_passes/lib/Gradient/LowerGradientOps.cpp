@@ -16,6 +16,9 @@
 // passed as differentiated, with zeroed scratch shadows for the inputs the vjp
 // did not ask for (see the comment at the use).
 //
+// The function handed to Enzyme starts with `__enzyme_double` hints on its
+// float buffer arguments (GradientUtils hintDoubles).
+//
 // It also rewrites every `memref.copy` in the code Enzyme will differentiate
 // (the vjp callees and everything they call, short of functions with a custom
 // gradient) into a loop of loads and stores. memref.copy lowers to a memcpy of
@@ -34,6 +37,7 @@
 
 #include "mlir/Dialect/Arithmetic/IR/Arithmetic.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
@@ -117,8 +121,9 @@ struct LowerGradientOpsPass
            "that --cofactor-emit-enzyme-glue turns into __enzyme_autodiff";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
+    // (LLVM: the type hints read data pointers from memref descriptors)
     registry.insert<func::FuncDialect, memref::MemRefDialect, scf::SCFDialect,
-                    arith::ArithmeticDialect>();
+                    arith::ArithmeticDialect, LLVM::LLVMDialect>();
   }
 
   void runOnOperation() final {
@@ -142,6 +147,7 @@ struct LowerGradientOpsPass
       }
 
     int64_t counter = 0;
+    llvm::SmallPtrSet<Operation *, 4> hinted;
     for (gradient::VJPOp op : ops) {
       MLIRContext *ctx = op.getContext();
       OpBuilder builder(ctx);
@@ -198,9 +204,19 @@ struct LowerGradientOpsPass
       auto type = mb.getFunctionType(ValueRange(args).getTypes(), {});
       auto decl = mb.create<func::FuncOp>(loc, name, type);
       decl.setPrivate();
-      decl->setAttr(
-          attr::kVJPCallee,
-          FlatSymbolRefAttr::get(differentiableCallee(callee, symbols)));
+      func::FuncOp differentiable = differentiableCallee(callee, symbols);
+      if (!differentiable.isExternal() &&
+          hinted.insert(differentiable).second) {
+        // Types for Enzyme of the float buffers it is handed: an input that is
+        // only loaded into a loop's first carry is otherwise of unknown type
+        // (see hintDoubles).
+        OpBuilder hb =
+            OpBuilder::atBlockBegin(&differentiable.getBody().front());
+        for (BlockArgument arg : differentiable.getArguments())
+          hintDoubles(hb, differentiable.getLoc(), arg);
+      }
+      decl->setAttr(attr::kVJPCallee,
+                    FlatSymbolRefAttr::get(differentiable));
       decl->setAttr(attr::kVJPNumInputs, op.getNumInputsAttr());
       decl->setAttr(attr::kVJPNumOutputs, op.getNumOutputsAttr());
       decl->setAttr(attr::kVJPDiffInputs, mb.getI64ArrayAttr(diffInputs));

@@ -386,8 +386,12 @@ void QNodeSplitter::emitPreprocessing(func::FuncOp qnode, unsigned numInputs,
   beforeEachReturn(qnode, [&](OpBuilder &rb, func::ReturnOp ret) {
     SmallVector<Value> args(ins);
     args.push_back(params);
-    for (unsigned k = numInputs; k < numArgs; ++k)
+    for (unsigned k = numInputs; k < numArgs; ++k) {
       args.push_back(qnode.getArgument(k));
+      // (the quantum part is opaque to Enzyme: nothing else types the caller's
+      // result buffers, see hintDoubles)
+      hintDoubles(rb, ret.getLoc(), qnode.getArgument(k));
+    }
     rb.create<func::CallOp>(ret.getLoc(), quantum, args);
     rb.create<memref::DeallocOp>(ret.getLoc(), params);
   });
