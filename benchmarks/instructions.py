@@ -13,9 +13,12 @@ mark's instructions (inclusive: its nested marks counted in) and the total of th
 
 Needs valgrind (with valgrind/callgrind.h) and a C compiler; the library comes from a disk
 cache of its own, filled by a first process. Instructions are not time: the first call's
-cost per instruction is high (cold caches, unspecialised bytecode), and what the kernel
-does (page faults, the dynamic loader's mmaps) is not counted; compare counts A/B, and
-confirm a change with timings (`--only compile` of `python -m benchmarks`) on a quiet machine.
+cost per instruction is high (cold caches, unspecialised bytecode), what the kernel and the
+hypervisor do (page faults, the dynamic loader's mmaps, CPUID, which traps on a virtual
+machine) is not counted, and OpenSSL's SHA-256 runs without the CPU's SHA instructions
+under valgrind (hashlib's ~22 KB of a cached first call count ~0.6 M instructions, ~40 us
+natively); compare counts A/B, and confirm a change with timings (`--only compile` of
+`python -m benchmarks`) on a quiet machine.
 """
 
 from __future__ import annotations
