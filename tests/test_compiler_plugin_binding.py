@@ -93,14 +93,16 @@ def _run(**env: str) -> dict:
 
 
 def test_the_plugin_loaded_ahead_has_every_call_bound_and_the_same_gradient():
-    now = _run()
-    if now["slots"] is None:
+    lazy = _run(COFACTOR_COMPILER_PLUGIN_BIND_NOW="0")
+    if lazy["slots"] is None:
         pytest.skip("the Enzyme plugin could not be loaded ahead")
+    if lazy["slots"][1] == 0:
+        pytest.skip("this Enzyme plugin binds its symbols at load itself (linked -z now)")
+    # loaded lazily (as PassPlugin::Load does), most slots still wait for their first call
+    assert lazy["slots"][1] > 100, lazy["slots"]
+    now = _run()
     bound, unbound = now["slots"]
     assert unbound == 0 and bound > 100, now["slots"]
-    lazy = _run(COFACTOR_COMPILER_PLUGIN_BIND_NOW="0")
-    # lazily loaded, most slots wait for their first call
-    assert lazy["slots"][1] > 100, lazy["slots"]
     assert now["grad"] == lazy["grad"]
     rng = np.random.default_rng(5)
     x = rng.uniform(-1, 1, 10)
