@@ -261,7 +261,7 @@ extern "C" int cofactor_compiler_load_enzyme(int fd) {
   llvm::CrashRecoveryContext recovery;
   bool survived = recovery.RunSafely([&] {
     std::string error;
-    status = fd >= 0 && ensureEnzymeLoaded(fd, error) ? 0 : 1;
+    status = fd >= 0 && ensureEnzymeLoaded(fd, error, /*bindNow=*/true) ? 0 : 1;
     if (status == 0) {
       warmCodeGenTarget();  // a classical gradient is coming: it is code-generated at -O2
       prefaultCompilerCode(enzymePluginAddress());  // and lowered and differentiated

@@ -20,6 +20,8 @@
 #include <optional>
 #include <vector>
 
+#include <dlfcn.h>
+
 namespace cofactor::compiler {
 namespace {
 
@@ -99,6 +101,28 @@ void inlineGradientsFirst(llvm::Module &module,
   }
 }
 
+/// The plugin's calls into LLVM, libstdc++ and its own exported functions go through its
+/// PLT (2,307 slots). `PassPlugin::Load` opens it with RTLD_LAZY, so the first compile
+/// bound each slot it used on its first call: ~780 symbol lookups (0.95 M instructions,
+/// the only work a first compile of the tanh(W x) gradient did beyond a later one, plus
+/// the first touch of libLLVM's symbol tables and the copy-on-write of the plugin's GOT
+/// pages). When the plugin is loaded ahead (`cofactor_compiler_load_enzyme`, while a
+/// classical gradient is traced), it is opened here first with RTLD_NOW (the same path,
+/// so `PassPlugin::Load`'s own `dlopen` finds this object and only counts a reference):
+/// every slot is bound by that thread, not by the compile. A compile that loads the
+/// plugin itself keeps the lazy load: binding all 2,307 slots there cost 2.0 M
+/// instructions more than the ~780 it uses. A plugin with a symbol that does not resolve
+/// fails this open without side effects (relocation precedes its constructors) and is
+/// then loaded lazily as before. The handle is kept: the plugin is never unloaded.
+/// COFACTOR_COMPILER_PLUGIN_BIND_NOW=0 keeps the lazy load (A/B).
+void bindPluginNow(const std::string &path) {
+  const char *choice = std::getenv("COFACTOR_COMPILER_PLUGIN_BIND_NOW");
+  if (choice && std::strcmp(choice, "0") == 0)
+    return;
+  if (!dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL))
+    (void)dlerror();  // PassPlugin::Load tries again, lazily, and reports its own error
+}
+
 } // namespace
 
 bool needsEnzyme(const llvm::Module &module) {
@@ -108,13 +132,15 @@ bool needsEnzyme(const llvm::Module &module) {
   return false;
 }
 
-bool ensureEnzymeLoaded(int fd, std::string &error) {
+bool ensureEnzymeLoaded(int fd, std::string &error, bool bindNow) {
   if (enzyme)
     return true;
   // Loaded through the descriptor the caller checked (owner, mode, SHA-256), so the file
   // cannot be swapped between the check and the load.
-  llvm::Expected<llvm::PassPlugin> plugin =
-      llvm::PassPlugin::Load("/proc/self/fd/" + std::to_string(fd));
+  std::string path = "/proc/self/fd/" + std::to_string(fd);
+  if (bindNow)
+    bindPluginNow(path);
+  llvm::Expected<llvm::PassPlugin> plugin = llvm::PassPlugin::Load(path);
   if (!plugin) {
     error = "could not load the Enzyme plugin: " + llvm::toString(plugin.takeError());
     return false;

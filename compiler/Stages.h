@@ -60,8 +60,10 @@ std::unique_ptr<llvm::Module> lowerToLLVMIR(llvm::StringRef mlir, llvm::StringRe
 bool needsEnzyme(const llvm::Module &module);
 
 /// Loads the Enzyme plugin from the checked descriptor `fd` unless it is loaded already
-/// (once per process; the descriptor is not closed here).
-bool ensureEnzymeLoaded(int fd, std::string &error);
+/// (once per process; the descriptor is not closed here). `bindNow`: every symbol of the
+/// plugin bound at load (when it is loaded ahead of the compile that needs it; see
+/// Optimize.cpp), else lazily, on first call.
+bool ensureEnzymeLoaded(int fd, std::string &error, bool bindNow = false);
 
 /// Points the loaded Enzyme plugin's calls of `extractBLAS` at a function that answers
 /// "not a BLAS routine" (EnzymeBlas.cpp), when the plugin is the pinned build; returns

@@ -188,7 +188,9 @@ def prepare_enzyme() -> None:
     program that will need it is traced (the differentiation of a function that is not a
     QNode: Enzyme differentiates its classical code): checking and loading its 9 MB (its
     relocations, its options, the first touch of its pages: 1.8 M instructions, 2-9 ms of
-    a first compile under load) then overlaps the tracing instead of delaying the compile.
+    a first compile under load; and the binding of every call it makes into LLVM, which a
+    lazy load left to the compile: compiler/README.md, session 17) then overlaps the
+    tracing instead of delaying the compile.
     The load holds the library's lock, so it never runs beside a compile. A failure is
     left for the compile that needs the plugin to report; with COFACTOR_PRELOAD=0, or when
     the library is not used, nothing is done ahead."""
