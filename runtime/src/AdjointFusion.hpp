@@ -148,9 +148,18 @@ class AdjointFuser {
     // pointer into the same tape as add's operations): at the first flush after the walk
     // reached them, phi is their product state, which write(phi) writes in one pass instead
     // of the queued steps' passes over phi (see "Product prefix" above).
-    void setProductPrefix(const Operation *end, std::function<void(cplx *)> write) {
+    // The product state's tables (writeProductState's tlo, thi, split at bit h) and each
+    // wire's 2-vector (factors[2w + b]) let a sweep there take the derivatives from lambda
+    // alone, phi unwritten (see "Product sweep" above).
+    struct Product {
+        int h = 0;
+        const cplx *tlo = nullptr, *thi = nullptr;
+        std::vector<cplx> factors;
+    };
+    void setProductPrefix(const Operation *end, std::function<void(cplx *)> write, Product product) {
         prefixEnd_ = end;
         writePhi_ = std::move(write);
+        product_ = std::move(product);
     }
 
     // The next operation walking back (op must stay alive until finish); last: the final
@@ -207,8 +216,20 @@ class AdjointFuser {
     bool prefixPhi() const { // whether this flush writes phi as the product prefix's state
         return writePhi_ && reachedPrefix_ && !prefixTouched_ && open_ == 0;
     }
+    // phi is the product prefix's state, not yet written: writes it (before anything reads
+    // or changes phi but a product sweep)
+    void writePendingPhi() {
+        if (!phiIsProduct_) return;
+        writePhi_(walk_.phi);
+        writePhi_ = nullptr; // once: the walk goes on from there
+        phiIsProduct_ = false;
+    }
+    bool productSweep(const std::vector<int> &bits, const std::vector<int64_t> &wires,
+                      const std::vector<Derivative> &derivs, const std::vector<size_t> &wireOf);
     const Operation *prefixEnd_ = nullptr;
     std::function<void(cplx *)> writePhi_;
+    Product product_;
+    bool phiIsProduct_ = false;
     bool reachedPrefix_ = false, prefixTouched_ = false;
     int64_t open_ = 0; // operations after the prefix added, their steps neither queued nor taken
 };
