@@ -1,10 +1,10 @@
-"""The layer sweep's two other paths (runtime/src/AdjointFusion.hpp): the window passes of
-the cross sums (CrossSums.inc: wires on bits from 14 up, i.e. wires 0 .. n-15) on registers
-wide enough for them, against PennyLane's default.qubit, and against the tile pass on small
-registers (COFACTOR_CROSS_SUMS_CHUNK_BITS puts the windows lower); the product sweep (phi
-the product state of the tape's leading one-wire gates, unwritten: the sums from lambda
-alone), against the cross sums (COFACTOR_ADJOINT_PRODUCT_SWEEP=0), the unfused walk and
-PennyLane, with factors that have a zero or tiny component (the cross sums then).
+"""The adjoint Jacobian's layer sweeps (runtime/src/AdjointFusion.hpp) against PennyLane's
+default.qubit: on registers that the runtime fuses by default (16, 17 wires: the cross sums'
+partner tiles, the tile passes of the queued steps, the product sweep at the end), and the
+product sweep (phi the product state of the tape's leading one-wire gates, unwritten: the
+sums from lambda alone) against the cross sums (COFACTOR_ADJOINT_PRODUCT_SWEEP=0), the
+unfused walk and PennyLane, with factors that have a zero or tiny component (the cross sums
+then).
 
 Random circuits: layers of one-wire trainable gates (the sweeps take their derivatives) and
 random gates of every kind between them (controls of either value, adjoints, multi-parameter
@@ -126,37 +126,15 @@ def _pennylane_jacobian(n: int, ops: list[tuple], seed: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize(("n", "seed"), [(16, 3), (17, 4)])
-def test_windows_match_pennylane(rt, monkeypatch, n, seed):
-    """n = 16: wires 0 and 1 in a window (a pair); 17: wires 0-2 (a pair and one alone)."""
-    for name in ("FUSION", "FUSION_QUBITS", "FUSION_MIN_QUBITS", "CROSS_SUMS_CHUNK_BITS"):
+def test_wide_registers_match_pennylane(rt, monkeypatch, n, seed):
+    """The runtime's defaults: fused from 16 wires on."""
+    for name in ("FUSION", "FUSION_QUBITS", "FUSION_MIN_QUBITS", "ADJOINT_PRODUCT_SWEEP"):
         monkeypatch.delenv(f"COFACTOR_{name}", raising=False)
     ops = _program(n, 3, seed)
     jac = _runtime_jacobian(rt, n, ops, seed)
     expected = _pennylane_jacobian(n, ops, seed)
     assert np.max(np.abs(expected)) > 1e-2
     np.testing.assert_allclose(jac, expected, atol=1e-10, rtol=0)
-
-
-@pytest.mark.parametrize(("n", "chunk"), [(9, "5"), (10, "6"), (11, "5"), (12, "7")])
-def test_windows_match_tile_pass(rt, monkeypatch, n, chunk):
-    """Windows low down (chunk bits 5-7: windows of 3-5 wires, two on 11 wires, pairs and
-    wires alone) against the tile pass (chunk bits 0) and the unfused walk, 1e-12."""
-    monkeypatch.setenv("COFACTOR_FUSION_MIN_QUBITS", "0")
-    ops = _program(n, 3, 10 * n + int(chunk))
-
-    def jacobian(fusion: bool, chunk_bits: str) -> np.ndarray:
-        monkeypatch.setenv("COFACTOR_FUSION", "1" if fusion else "0")
-        monkeypatch.setenv("COFACTOR_CROSS_SUMS_CHUNK_BITS", chunk_bits)
-        return _runtime_jacobian(rt, n, ops, n)
-
-    ref = jacobian(False, "0")
-    assert np.max(np.abs(ref)) > 1e-2
-    tiles = jacobian(True, "0")
-    windows = jacobian(True, chunk)
-    np.testing.assert_allclose(tiles, ref, atol=1e-12, rtol=0)
-    np.testing.assert_allclose(windows, ref, atol=1e-12, rtol=0)
-    # the windows sum in another order: equal to the last bit would mean none was taken
-    assert not np.array_equal(windows, tiles)
 
 
 def _with_prefix(n: int, prefix: list[tuple], seed: int) -> list[tuple]:
@@ -224,8 +202,7 @@ def test_product_sweep_small_factors_match_pennylane(rt, monkeypatch, special):
 
 
 def test_product_sweep_sel_matches_pennylane(rt, monkeypatch):
-    """StronglyEntanglingLayers at 15 wires (wire 0 on bit 14: a window too), fused, with the
-    product sweep and without it."""
+    """StronglyEntanglingLayers at 15 wires, fused, with the product sweep and without it."""
     for name in ("FUSION", "FUSION_QUBITS", "ADJOINT_PRODUCT_SWEEP"):
         monkeypatch.delenv(f"COFACTOR_{name}", raising=False)
     monkeypatch.setenv("COFACTOR_FUSION_MIN_QUBITS", "0")
