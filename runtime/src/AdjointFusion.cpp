@@ -330,15 +330,9 @@ void AdjointFuser::sweep() {
     for (Block *b : pending) b->trainable = false;
 }
 
-// Product sweep: where phi is the product prefix's state, unwritten, the sweep reads lambda
-// alone. On a wire w with phi's factor v (phi = v on w, times the rest), S_rc = v_c T_r, so
-// S_rr = v_r T_r gives S_01 = (v_1 / v_0) S_00 and S_10 = (v_0 / v_1) S_11, and the diagonal
-// sums are those of conj(lambda_i) phi_i over the amplitudes with w's bit clear / set
-// (productSums: one read of lambda, two complex multiply-adds per amplitude, where the
-// cross sums read phi and lambda and take 1.5 per wire and amplitude, after a pass writing
-// phi). Dividing by v_r multiplies the sums' rounding errors by up to 1 / |v_r|: a wire with
-// a factor component under kProductMin (a gate that leaves the wire near |0> or |1>) takes
-// the cross sums instead, after phi is written. False: no product sweep (nothing done).
+// Product sweep (AdjointFusion.hpp): phi is the product prefix's state, unwritten; the sums
+// from lambda and the factors, S_01 = (v_1 / v_0) S_00, S_10 = (v_0 / v_1) S_11. A swept wire
+// with a factor component under kProductMin: false (nothing done; the cross sums then).
 bool AdjointFuser::productSweep(const std::vector<int> &bits, const std::vector<int64_t> &wires,
                                 const std::vector<Derivative> &derivs, const std::vector<size_t> &wireOf) {
     constexpr double kProductMin = 1e-3;
