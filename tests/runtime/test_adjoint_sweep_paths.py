@@ -152,7 +152,7 @@ def _rot(w: int, rng) -> tuple:
 def test_product_sweep_matches_cross_sums(rt, monkeypatch, n):
     """The random circuits start with RY and a one-wire gate of any kind (some adjoint) on
     every wire: the last sweep takes the product path; equal to the cross sums' Jacobian
-    and the unfused one."""
+    and the unfused one, in one batch of observables and one at a time."""
     monkeypatch.setenv("COFACTOR_FUSION_MIN_QUBITS", "0")
     rng = np.random.default_rng(n)
     prefix = []
@@ -175,6 +175,8 @@ def test_product_sweep_matches_cross_sums(rt, monkeypatch, n):
     np.testing.assert_allclose(cross, ref, atol=1e-12, rtol=0)
     np.testing.assert_allclose(product, ref, atol=1e-12, rtol=0)
     assert not np.array_equal(product, cross)  # the product path was taken
+    monkeypatch.setenv("COFACTOR_ADJOINT_MAX_BATCH", "1")  # a walk per observable
+    np.testing.assert_allclose(jacobian(True, True), ref, atol=1e-12, rtol=0)
 
 
 @pytest.mark.parametrize(
