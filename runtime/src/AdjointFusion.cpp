@@ -79,6 +79,7 @@ void AdjointFuser::add(const Operation &op, bool last) {
         }
         if (differentiate(op)) {
             flush();
+            writePendingPhi();
             walk_.single(op, !last, true);
             handled(&op);
         } else {
@@ -148,12 +149,12 @@ void AdjointFuser::flush() {
     const bool write = prefixPhi();
     std::vector<Step> steps;
     steps.swap(queue_); // (an exception leaves nothing queued to apply twice)
-    if (write) {
-        writePhi_(walk_.phi);
-        writePhi_ = nullptr; // once: the walk goes on from there
-    }
+    if (write) phiIsProduct_ = true; // written when something needs it (writePendingPhi)
     if (steps.empty()) return;
-    if (!write) run(steps, walk_.phi, false);
+    if (!write) {
+        writePendingPhi();
+        run(steps, walk_.phi, false);
+    }
     for (cplx *lambda : walk_.lambdas) run(steps, lambda, true);
 }
 
@@ -211,6 +212,7 @@ void AdjointFuser::apply(const Block &b, bool undoLambda) {
     if (b.ops.size() == 1) {
         if (!differentiate(*b.ops[0])) return deferOp(*b.ops[0], undoLambda);
         flush();
+        writePendingPhi();
         walk_.single(*b.ops[0], undoLambda, true);
         return handled(b.ops[0]);
     }
@@ -268,6 +270,7 @@ AdjointFuser::Matrix AdjointFuser::oneWire(const Block &b, std::vector<Derivativ
 // derivatives: <lambda| G |phi> = <lambda| G A^dagger |A phi>.
 void AdjointFuser::applyOneWire(const Block &b, bool undoLambda) {
     flush();
+    writePendingPhi();
     std::vector<Derivative> derivs;
     const Matrix A = oneWire(b, derivs);
     const Matrix Adagger = dagger(A, 2);
@@ -307,6 +310,14 @@ void AdjointFuser::sweep() {
     }
     std::vector<cplx> S(4 * bits.size());
     flush();
+    std::vector<int64_t> wires;
+    for (Block *b : pending) wires.push_back(b->wires[0]);
+    if (productSweep(bits, wires, derivs, wireOf)) {
+        for (const Derivative &d : derivs) done_.insert(d.op);
+        for (Block *b : pending) b->trainable = false;
+        return;
+    }
+    writePendingPhi();
     for (size_t l = 0; l < walk_.lambdas.size(); ++l) {
         crossSums(walk_.phi, walk_.lambdas[l], walk_.n, bits.data(), int(bits.size()), S.data());
         for (size_t i = 0; i < derivs.size(); ++i) {
@@ -317,6 +328,40 @@ void AdjointFuser::sweep() {
     }
     for (const Derivative &d : derivs) done_.insert(d.op);
     for (Block *b : pending) b->trainable = false;
+}
+
+// Product sweep (AdjointFusion.hpp): phi is the product prefix's state, unwritten; the sums
+// from lambda and the factors, S_01 = (v_1 / v_0) S_00, S_10 = (v_0 / v_1) S_11. A swept wire
+// with a factor component under kProductMin: false (nothing done; the cross sums then).
+bool AdjointFuser::productSweep(const std::vector<int> &bits, const std::vector<int64_t> &wires,
+                                const std::vector<Derivative> &derivs, const std::vector<size_t> &wireOf) {
+    constexpr double kProductMin = 1e-3;
+    if (!phiIsProduct_ || !product_.tlo || product_.factors.size() != 2 * size_t(walk_.n)) return false;
+    for (int64_t w : wires)
+        for (int c = 0; c < 2; ++c)
+            if (std::abs(product_.factors[2 * size_t(w) + size_t(c)]) < kProductMin) return false;
+    const size_t m = bits.size();
+    std::vector<cplx> diag(m);
+    for (size_t l = 0; l < walk_.lambdas.size(); ++l) {
+        cplx total;
+        productSums(walk_.lambdas[l], walk_.n, product_.h, product_.tlo, product_.thi, bits.data(), int(m),
+                    diag.data(), &total);
+        std::vector<cplx> S(4 * m);
+        for (size_t k = 0; k < m; ++k) {
+            const cplx v0 = product_.factors[2 * size_t(wires[k])], v1 = product_.factors[2 * size_t(wires[k]) + 1];
+            cplx *s = &S[4 * k];
+            s[3] = diag[k];
+            s[0] = total - diag[k];
+            s[1] = v1 / v0 * s[0];
+            s[2] = v0 / v1 * s[3];
+        }
+        for (size_t i = 0; i < derivs.size(); ++i) {
+            cplx el = 0;
+            for (int e = 0; e < 4; ++e) el += derivs[i].G[size_t(e)] * S[4 * wireOf[i] + size_t(e)];
+            walk_.record(*derivs[i].op, derivs[i].j, l, 2.0 * el.real());
+        }
+    }
+    return true;
 }
 
 } // namespace cf

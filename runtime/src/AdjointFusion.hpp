@@ -98,6 +98,28 @@
 // ms. Compiled qjit(grad) / qjit forward, alternating processes, 9 calls each: 4.08, 4.14,
 // 4.12x / 3.67, 3.67, 3.71x (gradient 155-167 / 135-137 ms).
 //
+// Product sweep: phi at that point need not be written at all when a sweep is all that reads
+// it there (StronglyEntanglingLayers: the first layer's derivatives, the walk's last sweep):
+// phi = v_w on wire w times the rest, so the cross sums S_rc = v_c T_r follow from the
+// diagonal ones, S_01 = (v_1 / v_0) S_00 and S_10 = (v_0 / v_1) S_11, and the diagonal sums
+// of conj(lambda_i) phi_i over the amplitudes with w's bit set take one read of lambda, phi_i
+// made from the product's two tables (productSums, CrossSums.inc), for all wires at once.
+// The write of phi waits (writePendingPhi) until a step, an unfused step or a cross-sums
+// sweep needs it; a swept wire with a factor component under 1e-3 (the division would scale
+// the rounding errors by its inverse: a gate that leaves the wire at or near |0> or |1>)
+// takes the cross sums after the write. Measured (SEL 4 layers, n = 20, one thread, CPU
+// time, C ABI forward + expval then the adjoint, medians of 6 calls alternating with /
+// without it in one process, 3 processes, load 7 on 2 cores): adjoint 60.2, 60.7, 59.3 /
+// 66.9, 66.4, 64.3 ms (the last sweep 1.8-2.5 ms against 6.4-7.8 ms of cross sums and
+// 0.7-1.3 ms writing phi), next to a 23 ms forward. COFACTOR_ADJOINT_PRODUCT_SWEEP=0: off.
+// Also tried, without a gain: the cross sums of wires on bits 14 and up in separate passes
+// over groups of 2^14 amplitudes (the 2^(n-14) runs of 2^(14-k) amplitudes that differ in k
+// such bits: one read of both states per window of 7 wires, where the tile pass reads a
+// partner tile per pair of such wires): SEL n = 20, alternating in one process: adjoint
+// 59.8 ms without, 62.0 / 70.3 / 59.1 / 61.3 ms with groups of 2^14 / 2^12 / 2^16 / 2^17
+// (the sweeps are bound by their multiply-adds, 1.5 per wire and amplitude, and the
+// partner tiles mostly come from L3).
+//
 // A block of one operation takes the unfused step (the specialised kernels); operations
 // that are not fused (PauliRot, GlobalPhase, more than maxQubits wires, trainable ones on
 // several wires) first apply the blocks they overlap.
@@ -148,9 +170,18 @@ class AdjointFuser {
     // pointer into the same tape as add's operations): at the first flush after the walk
     // reached them, phi is their product state, which write(phi) writes in one pass instead
     // of the queued steps' passes over phi (see "Product prefix" above).
-    void setProductPrefix(const Operation *end, std::function<void(cplx *)> write) {
+    // The product state's tables (writeProductState's tlo, thi, split at bit h) and each
+    // wire's 2-vector (factors[2w + b]) let a sweep there take the derivatives from lambda
+    // alone, phi unwritten (see "Product sweep" above).
+    struct Product {
+        int h = 0;
+        const cplx *tlo = nullptr, *thi = nullptr;
+        std::vector<cplx> factors;
+    };
+    void setProductPrefix(const Operation *end, std::function<void(cplx *)> write, Product product) {
         prefixEnd_ = end;
         writePhi_ = std::move(write);
+        product_ = std::move(product);
     }
 
     // The next operation walking back (op must stay alive until finish); last: the final
@@ -207,8 +238,20 @@ class AdjointFuser {
     bool prefixPhi() const { // whether this flush writes phi as the product prefix's state
         return writePhi_ && reachedPrefix_ && !prefixTouched_ && open_ == 0;
     }
+    // phi is the product prefix's state, not yet written: writes it (before anything reads
+    // or changes phi but a product sweep)
+    void writePendingPhi() {
+        if (!phiIsProduct_) return;
+        writePhi_(walk_.phi);
+        writePhi_ = nullptr; // once: the walk goes on from there
+        phiIsProduct_ = false;
+    }
+    bool productSweep(const std::vector<int> &bits, const std::vector<int64_t> &wires,
+                      const std::vector<Derivative> &derivs, const std::vector<size_t> &wireOf);
     const Operation *prefixEnd_ = nullptr;
     std::function<void(cplx *)> writePhi_;
+    Product product_;
+    bool phiIsProduct_ = false;
     bool reachedPrefix_ = false, prefixTouched_ = false;
     int64_t open_ = 0; // operations after the prefix added, their steps neither queued nor taken
 };

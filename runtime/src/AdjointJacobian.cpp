@@ -118,11 +118,12 @@ size_t zWordRun(const std::vector<Operation> &tape, size_t first, const std::vec
 
 // The tape's leading run of one-wire gates (no controls), from |0...0> a product state:
 // returns the run's length and, in tlo / thi, the product's tables for writeProductState
-// (the low h = n/2 bits, the high n-h bits; bit b of an index is wire n-1-b).
+// (the low h = n/2 bits, the high n-h bits; bit b of an index is wire n-1-b), in vec each
+// wire's 2-vector.
 // Operations marked in `deferred` (the light cone's, coneTail) are not part of the state.
 size_t productPrefix(const std::vector<Operation> &tape, const std::vector<char> &deferred, int n,
-                     std::vector<cplx> &tlo, std::vector<cplx> &thi) {
-    std::vector<cplx> vec(2 * size_t(n), cplx(0)); // each wire's 2-vector
+                     std::vector<cplx> &tlo, std::vector<cplx> &thi, std::vector<cplx> &vec) {
+    vec.assign(2 * size_t(n), cplx(0)); // each wire's 2-vector
     for (int w = 0; w < n; ++w) vec[2 * size_t(w)] = 1;
     size_t end = 0;
     int64_t w[kMaxQubits];
@@ -241,10 +242,14 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
     // from |0...0>, phi where the walk reaches the tape's leading one-wire gates is their
     // product state: written in one pass (AdjointFusion.hpp, "Product prefix");
     // COFACTOR_ADJOINT_PRODUCT_PREFIX=0: walked back as any other state (A/B timings, tests)
-    std::vector<cplx> tlo, thi;
+    std::vector<cplx> tlo, thi, factors;
     const char *productKnob = std::getenv("COFACTOR_ADJOINT_PRODUCT_PREFIX");
     const bool productOn = !(productKnob && *productKnob && std::atoi(productKnob) == 0);
-    const size_t prefixEnd = tapeFromZero_ && productOn && n_ >= 2 ? productPrefix(tape, deferred, n_, tlo, thi) : 0;
+    // COFACTOR_ADJOINT_PRODUCT_SWEEP=0: a sweep there writes phi and takes the cross sums
+    // (AdjointFusion.hpp, "Product sweep"; A/B timings, tests)
+    const char *productSweepKnob = std::getenv("COFACTOR_ADJOINT_PRODUCT_SWEEP");
+    const bool productSweepOn = !(productSweepKnob && *productSweepKnob && std::atoi(productSweepKnob) == 0);
+    const size_t prefixEnd = tapeFromZero_ && productOn && n_ >= 2 ? productPrefix(tape, deferred, n_, tlo, thi, factors) : 0;
     StateBuffer phi, mu, scratch;
     std::vector<StateBuffer> lambda(batch);
     struct GiveBack { // the buffers of a small register go to the spares when this returns
@@ -342,9 +347,12 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
         for (size_t b = 0; b < count; ++b) walk.lambdas.push_back(lambda[b].data());
         AdjointFuser fuser(std::move(walk), fusionQubits, sweepWires);
         if (prefixEnd > firstTrainable) // (else the walk never reaches the prefix)
-            fuser.setProductPrefix(tape.data() + prefixEnd, [&](cplx *state) {
-                writeProductState(state, n_, n_ / 2, tlo.data(), thi.data(), nullptr, nullptr, true);
-            });
+            fuser.setProductPrefix(
+                tape.data() + prefixEnd,
+                [&](cplx *state) {
+                    writeProductState(state, n_, n_ / 2, tlo.data(), thi.data(), nullptr, nullptr, true);
+                },
+                {n_ / 2, tlo.data(), thi.data(), productSweepOn ? factors : std::vector<cplx>{}});
         // COFACTOR_ADJOINT_CHUNK_QUBITS: the chunks of the queued steps' groups (0: none)
         if (const char *k = std::getenv("COFACTOR_ADJOINT_CHUNK_QUBITS"); k && *k) fuser.setChunkQubits(std::atoi(k));
         // operations before the first trainable one change no derivative: the walk ends there

@@ -158,5 +158,10 @@ bool adjointStep(cplx *phi, cplx *lambda, int n, const GateMatrix &uInv, const G
 // bit bits[w] of i clear of conj(lambda_(i + r 2^bits[w])) phi_(i + c 2^bits[w]), so that
 // <lambda| G |phi> = sum_rc G_rc S[4w + 2r + c] for any 2x2 G on that bit. Read only.
 void crossSums(const cplx *phi, const cplx *lambda, int n, const int *bits, int m, cplx *S);
+// The same where phi is the product state tlo[i_lo] thi[i_hi] (i_lo: the low h bits of i;
+// writeProductState's tables), phi not written: diag[w] = sum over i with bit bits[w] set of
+// conj(lambda_i) phi_i, total = <lambda|phi>. One read of lambda.
+void productSums(const cplx *lambda, int n, int h, const cplx *tlo, const cplx *thi, const int *bits, int m,
+                 cplx *diag, cplx *total);
 
 } // namespace cf
