@@ -472,10 +472,11 @@ def qjit(
             capture); True is refused.
 
     `disable_assertions=True` compiles no `debug_assert` check. Other Catalyst options
-    (`async_qnodes`, `use_nameloc`, `pipelines`, `abstracted_axes`,
+    (`async_qnodes`, `use_nameloc`, `pipelines`,
     `circuit_transform_pipeline`, `pass_plugins`, `dialect_plugins`, `skip_preprocess`,
     `collect_decomp_rules`) are accepted at their default values; where cofactor cannot
-    honour another value, a NotImplementedError names the option.
+    honour another value, a NotImplementedError names the option. `abstracted_axes` is
+    accepted; each new shape compiles a new version (the axes are static in compiled code).
     Parameters a call leaves out keep their Python default values (they are not traced).
     """
     unknown = sorted(set(catalyst_options) - set(CATALYST_DEFAULTS))
