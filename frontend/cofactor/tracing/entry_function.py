@@ -59,7 +59,12 @@ def trace_entry_function(
             for arg, s in zip(block.args, specs, strict=True)
         ]
         args, kwargs = layout.rebuild(static, pytree.unflatten(tree, tracers))
-        result = function(*args, **kwargs)
+        try:
+            result = function(*args, **kwargs)
+        except IndexError as err:
+            if str(err).startswith("only integers, slices"):
+                err.add_note(_TRACED_INDEX_NOTE)
+            raise
         # every result leaf (traced or constant) is written to an out-parameter memref
         out_values, out_tree = _flatten_result(result)
         # (wires, e.g. of an adjoint/ctrl region, are static: returned as they are)
@@ -83,6 +88,14 @@ def trace_entry_function(
     helpers = [interrupts.helpers(ctx)] if ctx.interrupt_checks else []
     checks = ctx.has_quantum or ctx.runtime_checks
     return TracedModule(module, helpers), out_tree, out_leaves, checks, ctx.has_callbacks
+
+
+_TRACED_INDEX_NOTE = (
+    "(cofactor: numpy raises this for a numpy array made outside the compiled function and "
+    "indexed by a traced integer, e.g. a loop index: numpy needs the index's value. Index "
+    "np.asarray(array)[i] instead: arrays the function makes with np.asarray/np.array/"
+    "np.zeros/np.arange/... take traced indices)"
+)
 
 
 def _flatten_result(result: Any) -> tuple[list[Any], Any]:
