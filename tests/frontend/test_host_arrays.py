@@ -184,9 +184,6 @@ def test_pennylane_operators_from_numpy_arrays_and_traced_parameters() -> None:
     )
 
 
-_MADE_OUTSIDE = np.arange(4.0)
-
-
 def test_refusals_say_what_to_do() -> None:
     def complex_into_float(x):
         y = np.zeros(4)
@@ -223,7 +220,7 @@ def test_refusals_say_what_to_do() -> None:
     def to_a_plain_array(x):
         y = np.zeros(4)
         y[0] = x[0]
-        z = _MADE_OUTSIDE.copy()  # an array the program did not make by a numpy constructor
+        z = np.arange(4.0)  # not a constructor that hands over its array
         z[:] = y  # numpy would need the numbers: refused, never the stale zeros
         return z
 

@@ -91,10 +91,10 @@ def trace_entry_function(
 
 
 _TRACED_INDEX_NOTE = (
-    "(cofactor: numpy raises this for a numpy array made outside the compiled function and "
-    "indexed by a traced integer, e.g. a loop index: numpy needs the index's value. Index "
-    "np.asarray(array)[i] instead: arrays the function makes with np.asarray/np.array/"
-    "np.zeros/np.arange/... take traced indices)"
+    "(cofactor: numpy raises this for a numpy array indexed by a traced integer, e.g. a "
+    "loop index: numpy needs the index's value. Arrays the function makes with np.zeros/"
+    "np.ones/np.full (and *_like, eye) take traced indices: index `table = np.zeros(len(a)) "
+    "+ a` instead of `a`)"
 )
 
 

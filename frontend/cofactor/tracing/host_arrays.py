@@ -2,9 +2,8 @@
 
 numpy's `ndarray.__setitem__` cannot take a traced value (it needs numbers), and numpy
 users fill arrays in place all the time. So while a program is traced, `np.zeros`,
-`np.ones`, `np.empty`, `np.full`, `np.arange`, `np.linspace` (and `np.array`/`np.asarray`,
-numpy_entry.py) called from the program's own code (not from numpy, PennyLane, cofactor or
-another installed package) return a `HostArray`: a stand-in that holds the numpy array and
+`np.ones`, `np.empty` and `np.full` called from the program's own code (not from numpy,
+PennyLane or cofactor) return a `HostArray`: a stand-in that holds the numpy array and
 behaves as it (indexing, methods, operators and numpy functions all act on the array, and
 `np.asarray` gives it) until a traced value is written into it. Then it holds a traced
 array with the same values, updated as numpy would (`tracing/indexing.setitem`: a float
@@ -17,13 +16,12 @@ A view of the numpy array (`y[0]`, `y.reshape(...)`, `np.asarray(y)`) that is st
 when the first traced value is written would not see it (numpy's would): that write raises a
 CompileError instead (write the traced values before taking views, or copy the view).
 Arrays of other dtypes than float64, int64, bool and complex128 stay numpy's. Indexed by a
-traced integer (`angles[i]` in a loop body), a HostArray reads a traced copy of its values.
+traced integer (`table[i]` in a loop body), a HostArray reads a traced copy of its values.
 """
 
 from __future__ import annotations
 
 import sys
-import sysconfig
 from collections.abc import Callable
 from typing import Any
 
@@ -37,7 +35,7 @@ from cofactor.tracing.aliasing import REGION
 #: the numpy constructors that make a HostArray while a program is traced
 CONSTRUCTORS = (
     "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
-    "eye", "identity", "arange", "linspace",
+    "eye", "identity",
 )  # fmt: skip
 _SUPPORTED = frozenset(np.dtype(d) for d in (np.float64, np.int64, np.bool_, np.complex128))
 #: top-level packages whose calls keep numpy's constructors
@@ -242,26 +240,6 @@ def _check_complex(value: Any, dtype: np.dtype) -> None:
 # ----------------------------------------------------------------------------------------
 # the constructors
 # ----------------------------------------------------------------------------------------
-#: where installed packages and the standard library live: their code is not the program's
-_LIBRARY_PATHS = tuple(
-    {p for p in (sysconfig.get_paths().get(k) for k in ("purelib", "platlib", "stdlib")) if p}
-)
-
-
-def as_host_array(array: np.ndarray, caller: Any) -> Any:
-    """`array` as a HostArray when the frame `caller` runs the program's own code (not a
-    library's: `np.asarray` is everywhere, and C extensions take ndarrays) and its dtype is
-    one a traced array can hold; otherwise `array` itself."""
-    if array.dtype not in _SUPPORTED:
-        return array
-    module = caller.f_globals.get("__name__") or ""
-    if module.partition(".")[0] in _LIBRARIES or caller.f_code.co_filename.startswith(
-        _LIBRARY_PATHS
-    ):
-        return array
-    return HostArray(array)
-
-
 def make_constructor(original: Callable, plain: bool = False) -> Callable:
     """`original` (numpy's constructor, or with `plain` PennyLane's autograd one, whose
     `tensor` result is taken as the ndarray it wraps) making a HostArray when the program

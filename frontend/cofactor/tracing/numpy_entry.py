@@ -75,22 +75,11 @@ def _as_traced_array(x: Any, dtype: Any, copy: bool, ndmin: int = 0) -> Any:
     return t.copy() if copy else t
 
 
-def _from_program(out: Any) -> Any:
-    """numpy's array made by the traced program's own code (two frames up): a HostArray
-    (host_arrays.py), so that `angles = np.array([...]); angles[i]` with a traced index `i`
-    reads it; any other caller gets numpy's array."""
-    from cofactor.tracing.host_arrays import as_host_array
-
-    if type(out) is not np.ndarray or not context.is_tracing():
-        return out
-    return as_host_array(out, sys._getframe(2))
-
-
 def _make_asarray(original: Any) -> Any:
     def asarray(a: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
         if not args and _traced_input(a, dtype, kwargs):
             return _as_traced_array(a, dtype, copy=bool(kwargs.get("copy")))
-        return _from_program(original(a, dtype, *args, **kwargs))
+        return original(a, dtype, *args, **kwargs)
 
     return asarray
 
@@ -100,7 +89,7 @@ def _make_array(original: Any) -> Any:
         if not args and _traced_input(a, dtype, kwargs):
             copy = kwargs.get("copy", True)
             return _as_traced_array(a, dtype, copy=copy is not False, ndmin=kwargs.get("ndmin", 0))
-        return _from_program(original(a, dtype, *args, **kwargs))
+        return original(a, dtype, *args, **kwargs)
 
     return array
 
