@@ -180,6 +180,20 @@ def test_arrays_made_by_numpy_constructors_take_traced_indices():
     assert "np.zeros(len(a)) + a" in "".join(info.value.__notes__)
 
 
+def test_at_updates_with_an_index_array_made_by_np_zeros_repeat_as_numpy():
+    # a wrong number before: the repeated index of a HostArray key was updated once
+    v = np.array([0.3, -1.1, 2.5, 0.0, 4.0])
+
+    def update(a):
+        index = np.zeros(3, dtype=np.int64)
+        index[2] = 3
+        return a.at[index].add(1.0)
+
+    expected = v.copy()
+    np.add.at(expected, [0, 0, 3], 1.0)
+    np.testing.assert_allclose(cofactor.qjit(update)(v), expected)
+
+
 def test_abstracted_axes_compile_one_version_per_shape():
     # was: NotImplementedError "qjit option abstracted_axes=... is not supported"
     @cofactor.qjit(abstracted_axes={0: "n"})
