@@ -113,6 +113,14 @@ def placeholder(what: str) -> type:
     return _PlaceholderMeta(what.rsplit(".", 1)[-1], (), {"_what": what})
 
 
+# Catalyst flags a test may set that change no value cofactor computes: with
+# `autograph_strict_conversion`, Catalyst's autograph raises where it would otherwise fall back
+# to running a loop in Python, which cofactor always does for static loops. A test that only
+# checks values runs; one that expects the strict refusal is reported n/a (see
+# pytest_runtest_logreport).
+_NEUTRAL_FLAGS = ("autograph_strict_conversion",)
+
+
 class _ProxyModule(types.ModuleType):
     """A module whose missing attributes are placeholders (so `from m import X` collects)."""
 
@@ -125,6 +133,9 @@ class _ProxyModule(types.ModuleType):
     def __setattr__(self, name, value):
         # a test setting a Catalyst flag (monkeypatch.setattr("catalyst.autograph_...", ..))
         real = self.__dict__.get("_real")
+        if self.__name__ == "catsuite_catalyst" and name in _NEUTRAL_FLAGS:
+            super().__setattr__(name, value)  # (see _NEUTRAL_FLAGS)
+            return
         if self.__name__.startswith("catsuite_catalyst") and not hasattr(real, name):
             if not name.startswith("__") and not isinstance(value, types.ModuleType):
                 raise _na(f"sets {self.__dict__.get('_what')}.{name}")
@@ -215,6 +226,16 @@ def _jax_modules() -> dict[str, types.ModuleType]:
 
 
 # ---------------------------------------------------------------------------- catalyst
+def _converted(fn) -> bool:
+    import cofactor
+
+    try:
+        cofactor.autograph_source(fn)
+    except cofactor.AutoGraphError:
+        return False
+    return True
+
+
 def _catalyst_module(name: str) -> types.ModuleType:
     """`catsuite_catalyst.a.b` -> a proxy of `cofactor.a.b` (or of nothing)."""
     import cofactor
@@ -226,6 +247,10 @@ def _catalyst_module(name: str) -> types.ModuleType:
             CompileError=cofactor.CompileError,
             DifferentiableCompileError=cofactor.DifferentiableCompileError,
         )
+    elif rest == ".autograph.transformer":
+        # Catalyst's tests ask its transformer whether a function was converted
+        # (`TRANSFORMER.has_cache(fn)`); cofactor's `autograph_source` answers the same question
+        real = types.SimpleNamespace(TRANSFORMER=types.SimpleNamespace(has_cache=_converted))
     else:
         real = None
         target = "cofactor" + rest
@@ -358,6 +383,9 @@ def pytest_runtest_logreport(report):
     msg = "" if outcome in ("passed", "xpassed") else _message(report)
     if outcome == "failed" and report.when == "setup":
         msg = "[setup] " + msg
+    strict = getattr(sys.modules.get("catsuite_catalyst"), "autograph_strict_conversion", False)
+    if outcome == "failed" and strict is True and msg.startswith("Failed: DID NOT RAISE"):
+        msg = f"{MARK} Catalyst's strict autograph conversion refuses what cofactor runs"
     _records.append(
         {
             "id": report.nodeid,

@@ -45,6 +45,7 @@ for _module in (
     "api_extensions.operator_refusals",
     "api_extensions.optimizers",
     "api_extensions.phase_estimation",
+    "api_extensions.resource_specs",
     "cache",
     "compiler",
     "distributed",

@@ -273,10 +273,21 @@ def _check_defined(values: tuple, names: tuple[str, ...], what: str) -> tuple:
 
     for v, name in zip(values, names, strict=False):
         if isinstance(v, Undefined):
+            # (Catalyst's words: the first for an `if`, the second for loops)
+            lead = (
+                f"Some branches did not define a value for variable {name!r}"
+                if what == "an `if`"
+                else f"{name!r} is potentially uninitialized"
+            )
             raise AutoGraphError(
-                f"Some branches did not define a value for variable {name!r}: autograph: "
-                f"variable {name!r} is not defined on every path of {what} on a traced value; "
-                "give it a value before the statement"
+                f"{lead}: autograph: variable {name!r} is not defined on every path of {what} "
+                "on a traced value; give it a value before the statement"
+            )
+        if isinstance(v, str | bytes) and what != "an `if`":
+            raise AutoGraphError(
+                f"{name!r} was initialized with type {type(v)}, which {what} on a traced value "
+                "cannot carry from one iteration to the next (numbers, arrays and pytrees of "
+                "them can): give it a numeric value before the loop"
             )
     return values
 
@@ -389,11 +400,14 @@ def _functional_writes() -> Any:
 
 
 def _logical(operands: tuple, array_fn: Callable, python_fn: Callable) -> Any:
-    # As Catalyst's autograph: both operands are evaluated; all traced -> numpy's elementwise
-    # logical op (traced bools); otherwise Python's operator (`static and traced` is the
-    # traced value, `traced and static` needs a concrete bool and is refused).
+    # As Catalyst's autograph: both operands are evaluated; all traced, or traced and Python
+    # bools (`while x < 0.5 and n < 3:` with n still a Python int on the first test) ->
+    # numpy's elementwise logical op (traced bools); otherwise Python's operator (`static
+    # and traced` is the traced value, `traced and 5` needs a concrete bool and is refused).
     values = [f() for f in operands]
-    if all(is_traced(v) for v in values):
+    traced = [is_traced(v) for v in values]
+    static_bools = all(isinstance(v, bool | np.bool_) for v in values if not is_traced(v))
+    if any(traced) and static_bools:
         return array_fn(*values)
     return python_fn(*values)
 

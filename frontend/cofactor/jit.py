@@ -29,12 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import UnitAttr
-from xdsl.ir import Block, Region
 
 from cofactor.errors import CompileError
-from cofactor.ir.builder import func_op, memref_type, module_op
-from cofactor.ir.traced import TracedModule, gc_paused
+from cofactor.ir.traced import TracedModule
 from cofactor.launcher import BufferSpec, Launcher
 from cofactor.options import CATALYST_DEFAULTS, check_options
 from cofactor.signature import (
@@ -49,9 +46,8 @@ from cofactor.signature import (
     annotation_specs,
     split_slots,
 )
-from cofactor.tracing import context, interrupts, pytree
-from cofactor.tracing.numpy_rules import as_tracer, store_tracer
-from cofactor.tracing.tracer import Tracer, is_operator
+from cofactor.tracing import context, pytree
+from cofactor.tracing.entry_function import trace_entry_function
 
 __all__ = ["QJIT", "ShapeDtype", "qjit"]
 
@@ -315,56 +311,20 @@ class QJIT:
         """`_trace`, with the module not printed yet (`TracedModule`), and whether the
         compiled code calls Python callbacks. (Returned rather than kept on the object: two
         threads may trace new signatures at once.)"""
-        from cofactor.tracing.circuit_call import capture_qnode_calls
-        from cofactor.tracing.numpy_entry import capture_numpy_constructors
-
         if isinstance(static, StaticValues):
             static = static.values
         if layout is None:
             layout = Layout.positional(len(static) + len(tree[1]), self.static_argnums)
-        ctx = context.TraceContext(self.symbol, seed=self.seed)
-        ctx.disable_assertions = self.disable_assertions
-        b = ctx.builder
-        in_types = [memref_type(s.shape, s.dtype) for s in specs]
-        block = Block(arg_types=in_types)
-        with (
-            gc_paused(),
-            context.tracing(ctx),
-            capture_qnode_calls(),
-            capture_numpy_constructors(),
-        ):
-            b.push(block)
-            ctx.function_entries.append(block)
-            tracers = [
-                Tracer.from_memref(arg, s.shape, s.dtype, anchor=block)
-                for arg, s in zip(block.args, specs, strict=True)
-            ]
-            args, kwargs = layout.rebuild(static, pytree.unflatten(tree, tracers))
-            result = self.user_function(*args, **kwargs)
-            # every result leaf (traced or constant) is written to an out-parameter memref
-            out_values, out_tree = _flatten_result(result)
-            # (wires, e.g. of an adjoint/ctrl region, are static: returned as they are)
-            out_leaves: list[Any] = [v if _is_wires(v) else as_tracer(v) for v in out_values]
-            out_tracers = [t for t in out_leaves if isinstance(t, Tracer)]
-            out_leaves = [BufferSpec(t.shape, t.dtype) if isinstance(t, Tracer) else t
-                          for t in out_leaves]  # fmt: skip
-            out_args = [
-                block.insert_arg(memref_type(t.shape, t.dtype), len(block.args))
-                for t in out_tracers
-            ]
-            for t, ref in zip(out_tracers, out_args, strict=True):
-                store_tracer(t, ref)
-            ctx.finish_function(block)
-            b.pop()
-            if ctx.interrupt_checks:
-                interrupts.arm_on_entry(ctx, block)
-        out_types = [memref_type(t.shape, t.dtype) for t in out_tracers]
-        entry = func_op(self.symbol, [*in_types, *out_types], Region(block))
-        entry.attributes["llvm.emit_c_interface"] = UnitAttr()
-        module = module_op([*b.module_ops, entry])
-        helpers = [interrupts.helpers(ctx)] if ctx.interrupt_checks else []
-        checks = ctx.has_quantum or ctx.runtime_checks
-        return TracedModule(module, helpers), out_tree, out_leaves, checks, ctx.has_callbacks
+        return trace_entry_function(
+            self.user_function,
+            self.symbol,
+            seed=self.seed,
+            disable_assertions=self.disable_assertions,
+            tree=tree,
+            specs=specs,
+            static=static,
+            layout=layout,
+        )
 
     # -- inspection ------------------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
@@ -430,32 +390,6 @@ def _binder(signature: inspect.Signature, name: str, argnums: Any, argnames: Any
 
         binder.bind = refuse  # type: ignore[method-assign]
         return binder
-
-
-def _flatten_result(result: Any) -> tuple[list[Any], Any]:
-    """The leaves and tree of a function's result. A result holding PennyLane operators is
-    flattened by PennyLane's pytrees (an operator's data are leaves, its wires and other
-    metadata are structure), so a compiled function can return operators, as in Catalyst."""
-    if not _has_operator(result):
-        return pytree.flatten(result)
-    import pennylane as qml
-
-    leaves, structure = qml.pytrees.flatten(result)
-    return leaves, ("pennylane", structure)
-
-
-def _is_wires(value: Any) -> bool:
-    import pennylane as qml
-
-    return isinstance(value, qml.wires.Wires)
-
-
-def _has_operator(value: Any) -> bool:
-    if isinstance(value, tuple | list):
-        return any(_has_operator(v) for v in value)
-    if isinstance(value, dict):
-        return any(_has_operator(v) for v in value.values())
-    return is_operator(value)
 
 
 def _compile_module(module: TracedModule, name: str, keep_intermediate: Any) -> Any:
@@ -538,10 +472,11 @@ def qjit(
             capture); True is refused.
 
     `disable_assertions=True` compiles no `debug_assert` check. Other Catalyst options
-    (`async_qnodes`, `use_nameloc`, `pipelines`, `abstracted_axes`,
+    (`async_qnodes`, `use_nameloc`, `pipelines`,
     `circuit_transform_pipeline`, `pass_plugins`, `dialect_plugins`, `skip_preprocess`,
     `collect_decomp_rules`) are accepted at their default values; where cofactor cannot
-    honour another value, a NotImplementedError names the option.
+    honour another value, a NotImplementedError names the option. `abstracted_axes` is
+    accepted; each new shape compiles a new version (the axes are static in compiled code).
     Parameters a call leaves out keep their Python default values (they are not traced).
     """
     unknown = sorted(set(catalyst_options) - set(CATALYST_DEFAULTS))

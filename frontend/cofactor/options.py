@@ -26,8 +26,6 @@ CATALYST_DEFAULTS: dict[str, Any] = {
 _WHY_NOT: dict[str, str] = {
     "pipelines": "cofactor compiles with its own fixed pipeline (cofactor-opt, LLVM, Enzyme); "
     "custom MLIR pass pipelines are not supported",
-    "abstracted_axes": "dynamically-shaped arrays are not supported: every array argument has "
-    "a static shape (a new shape compiles a new version)",
     "circuit_transform_pipeline": "apply PennyLane transforms to the QNode instead (e.g. "
     "@qml.transforms.cancel_inverses under @qml.qnode); they run at trace time",
     "pass_plugins": "MLIR pass plugins are not supported",
@@ -46,6 +44,10 @@ def check_options(options: dict[str, Any]) -> None:
         if name in ("async_qnodes", "use_nameloc", "disable_assertions"):
             # async_qnodes: QNodes run one after the other, with the same results;
             # use_nameloc only names IR values; disable_assertions is qjit's own option.
+            continue
+        if name == "abstracted_axes":
+            # the axes stay static in the compiled code: each new shape compiles a new
+            # version, with the same results (x.shape[0] is a Python int in the program)
             continue
         if name in ("skip_preprocess", "collect_decomp_rules"):
             continue  # as in Catalyst, these only act with program capture, which is off

@@ -173,7 +173,7 @@ def test_logical_operators_on_traced_arrays_are_elementwise():
 
 
 @pytest.mark.parametrize("s", [True, False])
-def test_logical_operators_with_a_static_operand_keep_python_semantics(s):
+def test_logical_operators_with_a_static_operand(s):
     def static_first(d):
         return s and d, s or d
 
@@ -182,8 +182,16 @@ def test_logical_operators_with_a_static_operand_keep_python_semantics(s):
 
     got = qjit(autograph=True)(static_first)(True)
     assert tuple(bool(v) for v in got) == (s and True, s or True)
+    # a traced operand first with a Python bool: numpy's logical op (the same truth value as
+    # Python's `d and s`; `while x < 0.5 and n < 3:` tests it with n still a Python int)
+    for d in (True, False):
+        assert bool(qjit(autograph=True)(traced_first)(d)) == bool(d and s)
+
+    def traced_and_number(d):
+        return d and 5
+
     with pytest.raises(CompileError, match="concrete bool"):
-        qjit(autograph=True)(traced_first)(True)
+        qjit(autograph=True)(traced_and_number)(True)
 
 
 class _Piecewise:

@@ -189,6 +189,8 @@ def test_every_function_rule_lowers():
             "pinv": np.linalg.pinv(m),
             "eigvalsh": np.linalg.eigvalsh(m[:, :2] + m[:, :2].T),
             "eigh": np.linalg.eigh(m[:, :2] + m[:, :2].T)[1],
+            "svd": np.linalg.svd(m)[1],
+            "eigvals": np.linalg.eig(m[:, :2])[0] + np.linalg.eigvals(m[:, :2]),
             "polyfit": np.polyfit([1.0, 2.0, 3.0], v, 1),
         }
 
@@ -210,7 +212,8 @@ def test_every_function_rule_lowers():
         np.select, np.cross, np.polyval, np.ediff1d, np.cov, np.corrcoef,
         np.linalg.matrix_power, np.linalg.multi_dot, getattr(np.linalg, "trace", np.trace),
         np.copyto, np.put, np.place, np.fill_diagonal, np.linalg.solve, np.linalg.inv,
-        np.linalg.pinv, np.linalg.eigvalsh, np.linalg.eigh, np.polyfit,
+        np.linalg.pinv, np.linalg.eigvalsh, np.linalg.eigh, np.polyfit, np.linalg.svd,
+        np.linalg.eig, np.linalg.eigvals,
     }  # fmt: skip
     assert set(FUNCTION_RULES) <= covered, set(FUNCTION_RULES) - covered
     specs = [BufferSpec((2, 3), DTYPES[0]), BufferSpec((3,), DTYPES[0]), BufferSpec((), DTYPES[1])]

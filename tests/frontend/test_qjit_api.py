@@ -215,7 +215,6 @@ def test_catalyst_default_options_are_accepted():
         ("capture", True, NotImplementedError, "program capture is not supported by cofactor"),
         ("capture", "yes", ValueError, "capture='yes'"),
         ("pipelines", [("p", ["canonicalize"])], NotImplementedError, "option pipelines="),
-        ("abstracted_axes", {0: "n"}, NotImplementedError, "dynamically-shaped"),
         ("circuit_transform_pipeline", {"cancel_inverses": {}}, NotImplementedError, "transforms"),
         ("pass_plugins", ["p.so"], NotImplementedError, "pass_plugins"),
         ("no_such_option", 1, TypeError, "unexpected keyword argument.*'no_such_option'"),

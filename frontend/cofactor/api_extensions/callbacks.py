@@ -325,6 +325,9 @@ def emit_callback_call(
 def _check_differentiable(callback: Any, in_specs: Any, out_specs: Any) -> None:
     fwd, bwd = getattr(callback, "_fwd", None), getattr(callback, "_bwd", None)
     if fwd is None and bwd is None:
+        reason = getattr(callback, "no_gradient_reason", None)  # set by cofactor's own callbacks
+        if reason:
+            raise DifferentiableCompileError(f"cannot differentiate {callback.name}: {reason}")
         raise DifferentiableCompileError(
             f"Differentiating through the callback {callback.name!r}, which has no gradient "
             f"rule: attach a custom VJP with @{callback.name}.fwd and @{callback.name}.bwd, "

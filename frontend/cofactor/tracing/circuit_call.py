@@ -42,7 +42,7 @@ from cofactor.tracing.observables import is_dynamic as _is_dynamic
 # (one_shot at import, not on the first trace: the cached first call of a process traces
 # every QNode through emit_for_mcm_method, and importing it there cost 0.3 ms of that call)
 from cofactor.tracing.one_shot import call_one_shot, discards_invalid_shots, emit_for_mcm_method
-from cofactor.tracing.qnode import SUPPORTED_DEVICES, QuantumScope
+from cofactor.tracing.qnode import NO_DENSITY_MATRIX_SIMULATOR, SUPPORTED_DEVICES, QuantumScope
 from cofactor.tracing.tracer import FLOAT, Scalar, Tracer
 
 
@@ -54,6 +54,7 @@ def _device_facts(qnode: Any) -> tuple[int | None, dict[Any, int] | None, int]:
         raise CompileError(
             f"device {name!r} is not supported by cofactor; use one of "
             f"{', '.join(SUPPORTED_DEVICES)} (they run on cofactor's own simulator)"
+            + (f"; {NO_DENSITY_MATRIX_SIMULATOR}" if name == "default.mixed" else "")
         )
     wires = dev.wires
     if wires is not None and any(isinstance(w, Tracer | Scalar) for w in wires.labels):

@@ -217,7 +217,12 @@ def _cmp(pred_f: str, pred_i: str, pred_b: str | None = None):
     def rule(b, k, x, y):
         if k == "c":
             if pred_f not in ("oeq", "une"):
-                raise CompileError("complex numbers cannot be ordered")
+                # numpy orders complex numbers lexicographically: real parts, then imaginary
+                strict = {"olt": "olt", "ole": "olt", "ogt": "ogt", "oge": "ogt"}[pred_f]
+                real_decides = b.cmpf(strict, x[0], y[0])
+                real_ties = b.cmpf("oeq", x[0], y[0])
+                imag = b.binary(arith.AndIOp, real_ties, b.cmpf(pred_f, x[1], y[1]))
+                return b.binary(arith.OrIOp, real_decides, imag)
             re, im = b.cmpf(pred_f, x[0], y[0]), b.cmpf(pred_f, x[1], y[1])
             return b.binary(arith.AndIOp if pred_f == "oeq" else arith.OrIOp, re, im)
         if k == "f":

@@ -86,12 +86,15 @@ class AtUpdate:
 def _index_array(key: Any, shape: tuple[int, ...]) -> Any:
     """`key` when it is one integer index array on the first axis (a list, a numpy array
     or a traced array) with a repeated element, or any traced one; else None."""
+    from cofactor.tracing.host_arrays import HostArray
     from cofactor.tracing.tracer import Tracer
 
     if isinstance(key, tuple):
         if len(key) != 1:
             return None
         key = key[0]
+    if isinstance(key, HostArray):  # np.zeros(...) made in the program: its numpy array
+        key = key.value  # (or traced array); before, its repeated elements were added once
     if isinstance(key, Tracer):
         return key if key.ndim > 0 and key.dtype.kind == "i" else None
     if isinstance(key, list):

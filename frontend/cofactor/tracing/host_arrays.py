@@ -15,7 +15,8 @@ ndarray receiving it, `float()`) gets the usual CompileError rather than stale v
 A view of the numpy array (`y[0]`, `y.reshape(...)`, `np.asarray(y)`) that is still alive
 when the first traced value is written would not see it (numpy's would): that write raises a
 CompileError instead (write the traced values before taking views, or copy the view).
-Arrays of other dtypes than float64, int64, bool and complex128 stay numpy's.
+Arrays of other dtypes than float64, int64, bool and complex128 stay numpy's. Indexed by a
+traced integer (`table[i]` in a loop body), a HostArray reads a traced copy of its values.
 """
 
 from __future__ import annotations
@@ -123,6 +124,12 @@ class HostArray(NDArrayOperatorsMixin):
         return attr
 
     def __getitem__(self, key: Any) -> Any:
+        if self._tracer is None and _is_traced(key):
+            # `angles[i]` with a traced index (a loop's): numpy's indexing needs an integer,
+            # so read a traced copy of the values (the array itself stays numpy's)
+            from cofactor.tracing.numpy_rules import as_tracer
+
+            return as_tracer(self._array)[_unwrap(key)]
         return self.value[_unwrap(key)]
 
     def __len__(self) -> int:

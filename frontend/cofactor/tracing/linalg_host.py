@@ -1,7 +1,7 @@
-"""`numpy.linalg.solve`, `inv`, `pinv`, `eigh` and `eigvalsh` of traced real matrices, run by
-numpy (LAPACK) in the host process through a pure callback whose custom VJP gives Enzyme
-their derivatives (and `np.polyfit` of traced values at constant points: a constant
-pseudo-inverse times them).
+"""`numpy.linalg.solve`, `inv`, `pinv`, `eigh`, `eigvalsh` and `svd` (and `eig`/`eigvals`,
+values only) of traced real matrices, run by numpy (LAPACK) in the host process through a
+pure callback whose custom VJP gives Enzyme their derivatives (and `np.polyfit` of traced
+values at constant points: a constant pseudo-inverse times them).
 
 The decompositions these need pivot on run-time values, which the compiled code does not
 do (tracing/linalg.py); the quantum natural gradient step `p - eta * solve(g, grad)` of a
@@ -139,14 +139,32 @@ def _complex_hermitian(name: str, a: Any) -> Tracer | None:
     return t
 
 
-def _hermitian_forward_only(name: str, fn: Any, result: Any, a: Tracer) -> Any:
-    """eigh/eigvalsh of a complex Hermitian matrix (`qml.math.vn_entropy` of a density
-    matrix): values only; a derivative through it is refused by the callback (no VJP: what
-    the cotangent of a complex matrix means is a convention this module does not pick)."""
+def _forward_only(name: str, fn: Any, result: Any, a: Tracer, why: str) -> Any:
+    """A host call without a derivative: differentiating through it is refused by name,
+    saying `why` and the way out."""
     from cofactor.api_extensions.callbacks import PureCallback
 
-    fn.__name__ = f"numpy.linalg.{name} (complex Hermitian)"
-    return PureCallback(fn, result)(a)
+    fn.__name__ = name
+    callback = PureCallback(fn, result)
+    callback.no_gradient_reason = (
+        f"{why}; compute it outside the differentiated function, or differentiate with "
+        'method="fd" (finite differences)'
+    )
+    return callback(a)
+
+
+_COMPLEX_COTANGENT = (
+    "cofactor has no derivative of it for complex matrices (what the cotangent of a complex "
+    "matrix means is a convention it does not pick)"
+)
+
+
+def _hermitian_forward_only(name: str, fn: Any, result: Any, a: Tracer) -> Any:
+    """eigh/eigvalsh of a complex Hermitian matrix (`qml.math.vn_entropy` of a density
+    matrix): values only."""
+    return _forward_only(
+        f"numpy.linalg.{name} (complex Hermitian)", fn, result, a, _COMPLEX_COTANGENT
+    )
 
 
 def _eigvalsh(a: Any, **kwargs: Any) -> Tracer:
@@ -208,6 +226,106 @@ def _eigh_result(w: Any, v: Any) -> Any:
     return (w, v) if kind is tuple else kind(w, v)
 
 
+def _svd_vjp(a: np.ndarray, cotangents: tuple) -> np.ndarray:
+    """The cotangent of a real matrix from those of its thin SVD U S Vh (distinct non-zero
+    singular values; Townsend, "Differentiating the Singular Value Decomposition", 2016)."""
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    k = s.size
+    gu, gs, gvh = (np.asarray(g) for g in cotangents)
+    gu, gv, v = gu[:, :k], gvh[:k, :].T, vh.T  # (full_matrices: the extra columns' rows are 0)
+    s2 = s**2
+    gap = s2[np.newaxis, :] - s2[:, np.newaxis]
+    np.fill_diagonal(gap, np.inf)
+    f = 1.0 / gap
+    ut_gu, vt_gv = u.T @ gu, v.T @ gv
+    inner = (f * (ut_gu - ut_gu.T)) * s + np.diag(gs) + s[:, np.newaxis] * (f * (vt_gv - vt_gv.T))
+    grad = u @ inner @ vh
+    grad += (np.eye(a.shape[0]) - u @ u.T) @ (gu / s) @ vh
+    grad += (u / s) @ gv.T @ (np.eye(a.shape[1]) - v @ vh)
+    return grad
+
+
+def _svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    from cofactor.api_extensions.callbacks import PureCallback
+
+    if hermitian:
+        raise CompileError(
+            "numpy.linalg.svd of a traced matrix: hermitian=True is not supported by cofactor; "
+            "call it with the default hermitian=False (or use np.linalg.eigh)"
+        )
+    [a] = _real_matrices("svd", a, square=False)
+    m, n = a.shape
+    k = min(m, n)
+    if not compute_uv:
+
+        def singular_values(a_value: np.ndarray) -> np.ndarray:
+            return np.linalg.svd(a_value, compute_uv=False)
+
+        def singular_values_vjp(inputs: tuple, cotangent: np.ndarray) -> tuple:
+            u, _, vh = np.linalg.svd(inputs[0], full_matrices=False)
+            return ((u * cotangent) @ vh,)
+
+        singular_values.__name__ = "numpy.linalg.svd"
+        return _host_call(singular_values, singular_values_vjp, (k,), [a])
+    full = bool(full_matrices)
+
+    def svd(a_value: np.ndarray) -> tuple:
+        return tuple(np.linalg.svd(a_value, full_matrices=full))
+
+    def svd_vjp(inputs: tuple, cotangents: tuple) -> tuple:
+        if full and m != n:  # (as JAX: the extra columns are any basis of a complement)
+            raise ValueError(
+                "the derivative of numpy.linalg.svd(a, full_matrices=True) of a non-square "
+                "matrix is not defined (its extra singular vectors are not unique): call it "
+                "with full_matrices=False"
+            )
+        return (_svd_vjp(inputs[0], cotangents),)
+
+    svd.__name__ = "numpy.linalg.svd"
+    shapes = ((m, m if full else k), (k,), (n if full else k, n))
+    callback = PureCallback(svd, tuple(np.zeros(shape) for shape in shapes))
+    callback.fwd(lambda *ins: (svd(*ins), ins))
+    callback.bwd(svd_vjp)
+    u, s, vh = callback(a)
+    kind = type(np.linalg.svd(np.eye(1)))
+    return (u, s, vh) if kind is tuple else kind(u, s, vh)
+
+
+def _eig(a: Any) -> Any:
+    """eig of a traced real matrix: eigenvalues and eigenvectors always complex (as JAX's
+    `jnp.linalg.eig`, which Catalyst programs call; numpy's dtype depends on the values),
+    values only (a derivative through it is refused by name)."""
+    [a] = _real_matrices("eig", a)
+    n = a.shape[0]
+
+    def eig(a_value: np.ndarray) -> tuple:
+        w, v = np.linalg.eig(a_value)
+        return w.astype(complex), v.astype(complex)
+
+    result = (np.zeros(n, complex), np.zeros((n, n), complex))
+    w, v = _forward_only("numpy.linalg.eig", eig, result, a, _NON_SYMMETRIC)
+    kind = type(np.linalg.eig(np.eye(1)))
+    return (w, v) if kind is tuple else kind(w, v)
+
+
+def _eigvals(a: Any) -> Any:
+    """eigvals of a traced real matrix: complex, as `_eig`'s."""
+    [a] = _real_matrices("eigvals", a)
+
+    def eigvals(a_value: np.ndarray) -> np.ndarray:
+        return np.linalg.eigvals(a_value).astype(complex)
+
+    result = np.zeros(a.shape[0], complex)
+    return _forward_only("numpy.linalg.eigvals", eigvals, result, a, _NON_SYMMETRIC)
+
+
+_NON_SYMMETRIC = (
+    "cofactor has no derivative of the eigen-decomposition of a non-symmetric matrix (its "
+    "results are complex); for a symmetric matrix use np.linalg.eigh / eigvalsh, which are "
+    "differentiable"
+)
+
+
 def _polyfit(x: Any, y: Any, deg: Any, *args: Any, **kwargs: Any) -> Tracer:
     """`np.polyfit(x, y, deg)` with constant sample points x (a zero-noise extrapolation's
     scale factors): the least-squares coefficients are linear in y, `pinv(vander(x)) @ y`,
@@ -234,6 +352,9 @@ FUNCTION_RULES.update(
         np.linalg.pinv: _pinv,
         np.linalg.eigvalsh: _eigvalsh,
         np.linalg.eigh: _eigh,
+        np.linalg.svd: _svd,
+        np.linalg.eig: _eig,
+        np.linalg.eigvals: _eigvals,
     }
 )
 for _ruled in (
@@ -243,5 +364,8 @@ for _ruled in (
     np.linalg.pinv,
     np.linalg.eigvalsh,
     np.linalg.eigh,
+    np.linalg.svd,
+    np.linalg.eig,
+    np.linalg.eigvals,
 ):
     REFUSED_FUNCTIONS.pop(_ruled, None)

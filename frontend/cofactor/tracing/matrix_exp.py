@@ -10,10 +10,16 @@ PennyLane's function unchanged.
 `2**s`, with `s` computed at run time from its 1-norm so that the scaled norm is at most
 1/2; degree 18 then leaves a truncation error below 1e-22 relative, and `s` squarings (an
 `scf.for` with a run-time trip count) undo the scaling.
+
+`scipy.linalg.expm` itself reads numpy internals (`a.flags`) that a traced array does not
+have; while a program is traced, `scipy.linalg.expm` (the module attribute: the
+`scipy.linalg.expm(-1j * t * H)` of the demos, or an import inside the function) takes
+`traced_expm` on a traced matrix too (`intercepted`, installed by numpy_entry).
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -64,6 +70,23 @@ def expm(tensor: Any, like: Any = None) -> Any:
     if _is_traced(tensor):
         return traced_expm(tensor)
     return _original_expm(tensor, like=like)
+
+
+def _make_scipy_expm(original: Any) -> Any:
+    def expm(A: Any) -> Any:  # noqa: N803 (scipy's parameter name)
+        if _is_traced(A):
+            return traced_expm(A)
+        return original(A)
+
+    expm.__doc__ = original.__doc__
+    return expm
+
+
+def intercepted() -> list[tuple[Any, str, Any]]:
+    """The `(owner, attribute, make)` triples `context.intercepts` installs for a trace
+    (scipy.linalg only when the program's process imported it: PennyLane does)."""
+    linalg = sys.modules.get("scipy.linalg")
+    return [] if linalg is None else [(linalg, "expm", _make_scipy_expm)]
 
 
 expm.__doc__ = (_original_expm.__doc__ or "") + "\n(cofactor: also for traced matrices)"

@@ -125,6 +125,7 @@ def capture_numpy_constructors() -> Iterator[None]:
     import autoray.autoray
 
     from cofactor.api_extensions import operator_refusals, optimizers, phase_estimation
+    from cofactor.tracing import matrix_exp
     from cofactor.tracing.host_arrays import CONSTRUCTORS, make_constructor
 
     replaced = [
@@ -141,6 +142,8 @@ def capture_numpy_constructors() -> Iterator[None]:
         *operator_refusals.intercepted(),
         # PennyLane's qml.for_loop version carries an operator: unrolled while tracing
         *phase_estimation.intercepted(),
+        # scipy.linalg.expm of a traced matrix (scipy reads numpy internals)
+        *matrix_exp.intercepted(),
     ]
     with context.intercepts(replaced):
         yield

@@ -60,6 +60,21 @@ from cofactor.tracing.observables import f64_value as _f64
 from cofactor.tracing.tracer import BOOL, COMPLEX, FLOAT, INT, Scalar, Tracer
 
 SUPPORTED_DEVICES = ("default.qubit", "lightning.qubit")
+#: why a `default.mixed` QNode (noise channels) cannot be compiled, and the way out
+NO_DENSITY_MATRIX_SIMULATOR = (
+    "noise channels need a density-matrix simulator, which cofactor does not have: run the "
+    "noisy circuit without qjit on default.mixed, or compile its noiseless part on "
+    "default.qubit"
+)
+
+
+def unsupported_operation_message(op: Any, name: str) -> str:
+    """The refusal of an operation the runtime has no gate for (a noise channel: why)."""
+    if isinstance(op, qml.operation.Channel):
+        return f"operation {name} is a noise channel: {NO_DENSITY_MATRIX_SIMULATOR}"
+    return f"operation {name} is not supported by cofactor's runtime"
+
+
 _TRACED = (Tracer, Scalar)  # (a tuple made once: `Tracer | Scalar` is a new union per use)
 
 
@@ -319,7 +334,7 @@ class QuantumScope:
             self._emit_unitary_or_pauli_rot(op, name, target, ctrl_wires, adjoint, ctrl[1])
             return
         if name not in runtime_gates():
-            raise CompileError(f"operation {name} is not supported by cofactor's runtime")
+            raise CompileError(unsupported_operation_message(op, name))
         if custom_shift_rule(type(op)):
             self.custom_shift_rules.append(f"{name} ({type(op).__qualname__})")
         if name == "GlobalPhase":

@@ -1,0 +1,124 @@
+"""Tracing a qjit function's entry point: abstract arguments in, a `TracedModule` out.
+
+`QJIT` (jit.py) owns calling, caching and compiling; this module owns what happens between
+"here are the argument specs" and "here is the MLIR module": building the entry block, feeding
+tracers to the Python function, and writing every result leaf to an out-parameter memref.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from xdsl.dialects.builtin import UnitAttr
+from xdsl.ir import Block, Region
+
+from cofactor.ir.builder import func_op, memref_type, module_op
+from cofactor.ir.traced import TracedModule, gc_paused
+from cofactor.launcher import BufferSpec
+from cofactor.signature import Layout
+from cofactor.tracing import context, interrupts, pytree
+from cofactor.tracing.numpy_rules import as_tracer, store_tracer
+from cofactor.tracing.tracer import Tracer, is_operator
+
+
+def trace_entry_function(
+    function: Callable,
+    symbol: str,
+    *,
+    seed: int | None,
+    disable_assertions: bool,
+    tree: Any,
+    specs: tuple[BufferSpec, ...],
+    static: tuple,
+    layout: Layout,
+) -> tuple[TracedModule, Any, list[Any], bool, bool]:
+    """Trace `function` on tracers of `specs` (rebuilt into `tree`, with the `static` values
+    placed by `layout`) as the entry point `symbol`. Returns the module (not printed yet),
+    the output tree, the output leaves (a BufferSpec per computed leaf, or a static Python
+    value), whether the compiled code reports errors through the runtime's error slot
+    (quantum ops, runtime checks) and whether it calls Python callbacks."""
+    from cofactor.tracing.circuit_call import capture_qnode_calls
+    from cofactor.tracing.numpy_entry import capture_numpy_constructors
+
+    ctx = context.TraceContext(symbol, seed=seed)
+    ctx.disable_assertions = disable_assertions
+    b = ctx.builder
+    in_types = [memref_type(s.shape, s.dtype) for s in specs]
+    block = Block(arg_types=in_types)
+    with (
+        gc_paused(),
+        context.tracing(ctx),
+        capture_qnode_calls(),
+        capture_numpy_constructors(),
+    ):
+        b.push(block)
+        ctx.function_entries.append(block)
+        tracers = [
+            Tracer.from_memref(arg, s.shape, s.dtype, anchor=block)
+            for arg, s in zip(block.args, specs, strict=True)
+        ]
+        args, kwargs = layout.rebuild(static, pytree.unflatten(tree, tracers))
+        try:
+            result = function(*args, **kwargs)
+        except IndexError as err:
+            if str(err).startswith("only integers, slices"):
+                err.add_note(_TRACED_INDEX_NOTE)
+            raise
+        # every result leaf (traced or constant) is written to an out-parameter memref
+        out_values, out_tree = _flatten_result(result)
+        # (wires, e.g. of an adjoint/ctrl region, are static: returned as they are)
+        out_leaves: list[Any] = [v if _is_wires(v) else as_tracer(v) for v in out_values]
+        out_tracers = [t for t in out_leaves if isinstance(t, Tracer)]
+        out_leaves = [BufferSpec(t.shape, t.dtype) if isinstance(t, Tracer) else t
+                      for t in out_leaves]  # fmt: skip
+        out_args = [
+            block.insert_arg(memref_type(t.shape, t.dtype), len(block.args)) for t in out_tracers
+        ]
+        for t, ref in zip(out_tracers, out_args, strict=True):
+            store_tracer(t, ref)
+        ctx.finish_function(block)
+        b.pop()
+        if ctx.interrupt_checks:
+            interrupts.arm_on_entry(ctx, block)
+    out_types = [memref_type(t.shape, t.dtype) for t in out_tracers]
+    entry = func_op(symbol, [*in_types, *out_types], Region(block))
+    entry.attributes["llvm.emit_c_interface"] = UnitAttr()
+    module = module_op([*b.module_ops, entry])
+    helpers = [interrupts.helpers(ctx)] if ctx.interrupt_checks else []
+    checks = ctx.has_quantum or ctx.runtime_checks
+    return TracedModule(module, helpers), out_tree, out_leaves, checks, ctx.has_callbacks
+
+
+_TRACED_INDEX_NOTE = (
+    "(cofactor: numpy raises this for a numpy array indexed by a traced integer, e.g. a "
+    "loop index: numpy needs the index's value. Arrays the function makes with np.zeros/"
+    "np.ones/np.full (and *_like, eye) take traced indices: index `table = np.zeros(len(a)) "
+    "+ a` instead of `a`)"
+)
+
+
+def _flatten_result(result: Any) -> tuple[list[Any], Any]:
+    """The leaves and tree of a function's result. A result holding PennyLane operators is
+    flattened by PennyLane's pytrees (an operator's data are leaves, its wires and other
+    metadata are structure), so a compiled function can return operators, as in Catalyst."""
+    if not _has_operator(result):
+        return pytree.flatten(result)
+    import pennylane as qml
+
+    leaves, structure = qml.pytrees.flatten(result)
+    return leaves, ("pennylane", structure)
+
+
+def _is_wires(value: Any) -> bool:
+    import pennylane as qml
+
+    return isinstance(value, qml.wires.Wires)
+
+
+def _has_operator(value: Any) -> bool:
+    if isinstance(value, tuple | list):
+        return any(_has_operator(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_operator(v) for v in value.values())
+    return is_operator(value)
