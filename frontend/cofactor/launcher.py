@@ -116,7 +116,7 @@ class _Slot:
         # the same addresses as one C array, for the runtime's cf_rt_call
         argv = (ctypes.c_void_p * max(len(self.ptrs), 1))(*self.ptrs)
         self._keep.append(argv)
-        self.argv = ctypes.addressof(argv)
+        self.argv = ctypes.c_void_p(ctypes.addressof(argv))
         self.in_setters: list[Callable[[Any], Any]] = [
             self._input_setter(spec, words, at, i)
             for i, (spec, at) in enumerate(zip(inputs, offsets, strict=False))
@@ -226,13 +226,15 @@ class Launcher:
         n_args = len(inputs) + len(outputs)
         if self._runtime is not None and n_args <= _MAX_RUNTIME_CALL_ARGS:
             call = self._runtime.cf_rt_call
-            address = ctypes.cast(self._fn, ctypes.c_void_p).value
-            result_bytes = sum(
-                int(np.prod(spec.shape)) * spec.dtype.itemsize for spec in outputs if spec.shape
+            # ctypes objects made once: the call converts nothing but the slot's array
+            address = ctypes.c_void_p(ctypes.cast(self._fn, ctypes.c_void_p).value)
+            count = ctypes.c_int64(n_args)
+            result_bytes = ctypes.c_int64(
+                sum(int(np.prod(spec.shape)) * spec.dtype.itemsize for spec in outputs)
             )
 
             def run(slot: _Slot) -> None:
-                call(address, slot.argv, n_args, result_bytes)
+                call(address, slot.argv, count, result_bytes)
 
             self._run = run
         self._error_code = self._runtime.cf_rt_error_code if self._runtime else None
