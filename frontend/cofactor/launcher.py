@@ -113,10 +113,11 @@ class _Slot:
             self.ptrs.append(base + 8 * at)
             offsets.append(at)
             at += _descriptor_words(shape)
-        # the same addresses as one C array, for the runtime's cf_rt_call
-        argv = (ctypes.c_void_p * max(len(self.ptrs), 1))(*self.ptrs)
+        # the same addresses as one C array, for the runtime's cf_rt_call (a numpy array:
+        # a ctypes array type of a new length costs ~50 us on the first call of a process)
+        argv = np.array(self.ptrs or [0], dtype=np.uint64)
         self._keep.append(argv)
-        self.argv = ctypes.c_void_p(ctypes.addressof(argv))
+        self.argv = ctypes.c_void_p(argv.ctypes.data)
         self.in_setters: list[Callable[[Any], Any]] = [
             self._input_setter(spec, words, at, i)
             for i, (spec, at) in enumerate(zip(inputs, offsets, strict=False))
