@@ -20,6 +20,7 @@
 
 #include <csetjmp>
 #include <cstdlib>
+#include <sstream>
 #include <utility>
 
 #include "StateVectorDevice.hpp"
@@ -49,10 +50,11 @@ template <size_t... N> void callAny(void *fn, void *const *args, size_t n, std::
 
 void *checked(void *pointer, double bytes) {
     if (pointer || bytes == 0) return pointer;
-    const std::string message = "compiled code could not allocate a buffer of " +
-                                std::to_string(bytes / (1 << 20)) +
-                                " MiB (the process's address space or memory is exhausted, "
-                                "e.g. by `ulimit -v`): use fewer qubits or smaller arrays";
+    std::ostringstream os;
+    os << "compiled code could not allocate a buffer of " << bytes / (1 << 20)
+       << " MiB (the process's address space or memory is exhausted, e.g. by `ulimit -v`): "
+          "use fewer qubits or smaller arrays";
+    const std::string message = os.str();
     if (!currentCall) { // called outside cf_rt_call: report, and the caller gets NULL
         setError(CF_ERR_OUT_OF_MEMORY, message);
         return nullptr;
