@@ -12,6 +12,7 @@
 #include "Disposal.h"
 #include "Stages.h"
 
+#include "llvm/IR/Function.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CrashRecoveryContext.h"
@@ -25,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -88,6 +90,24 @@ public:
 };
 
 StderrCapture enzymeOutput;
+
+/// A program that calls the runtime allocates through it: its malloc/calloc calls become
+/// cf_rt_alloc/cf_rt_calloc (runtime/src/capi_alloc.cpp: checked against the memory budget,
+/// a failure an error instead of a NULL the code would use). Done after Enzyme and the
+/// optimizer, which know malloc/calloc by name (allocation and free pairs, malloc+memset ->
+/// calloc), just before code generation. compiler.py does the same on the subprocess
+/// pipeline's text. A classical program keeps the C library's (it does not link the runtime).
+void allocateThroughRuntime(llvm::Module &module) {
+  bool usesRuntime = false;
+  for (const llvm::Function &function : module)
+    usesRuntime |= function.isDeclaration() && function.getName().startswith("cf_rt_");
+  if (!usesRuntime)
+    return;
+  for (auto [from, to] : {std::pair{"malloc", "cf_rt_alloc"}, {"calloc", "cf_rt_calloc"}})
+    if (llvm::Function *function = module.getFunction(from))
+      if (function->isDeclaration() && !module.getFunction(to))
+        function->setName(to);
+}
 
 char *copy(const std::string &text) {
   char *out = static_cast<char *>(std::malloc(text.size() + 1));
@@ -203,6 +223,7 @@ int compileLocked(const cofactor_compile_request &request, cofactor_compile_resu
 
   stage = "llc";
   debugCrash(stage);
+  allocateThroughRuntime(*module);
   llvm::SmallVector<char, 0> object;
   if (!emitObject(*module, object, error))
     return fail(result, "llc", error);

@@ -125,7 +125,7 @@ LLC_FLAGS: tuple[str, ...] = (
 )
 
 #: Bumped whenever the driver changes what it produces from the same IR.
-DRIVER_VERSION = "9"
+DRIVER_VERSION = "10"
 
 STAGE_FILES = {
     "mlir": "module.mlir",
@@ -323,6 +323,7 @@ def run_pipeline(
 
     `link_with` names extra objects or C sources linked into the library."""
     _run_text_stages(mlir_text, workdir)
+    codegen_input = _allocate_through_runtime(workdir / STAGE_FILES["llvmir_opt"])
     obj = workdir / "module.o"
     _run(
         "llc",
@@ -331,7 +332,7 @@ def run_pipeline(
             *LLC_FLAGS,
             "-filetype=obj",
             "-relocation-model=pic",
-            str(workdir / STAGE_FILES["llvmir_opt"]),
+            str(codegen_input),
             "-o",
             str(obj),
         ],
@@ -357,6 +358,22 @@ def run_pipeline(
         ],
     )
     return so_path
+
+
+def _allocate_through_runtime(optimized: Path) -> Path:
+    """What the in-process driver does before code generation (compiler/Compiler.cpp,
+    allocateThroughRuntime): a program that calls the runtime allocates through it
+    (`cf_rt_alloc`/`cf_rt_calloc`: checked, a failure an error instead of a NULL pointer).
+    Returns the file llc reads (the optimized stage's file stays as `opt` wrote it)."""
+    text = optimized.read_text()
+    if "@cf_rt_" not in text or "@cf_rt_alloc(" in text or "@cf_rt_calloc(" in text:
+        return optimized
+    renamed = text.replace("@malloc(", "@cf_rt_alloc(").replace("@calloc(", "@cf_rt_calloc(")
+    if renamed == text:
+        return optimized
+    target = optimized.with_name("module.codegen.ll")
+    target.write_text(renamed)
+    return target
 
 
 def _read_stages(workdir: Path) -> dict[str, str]:

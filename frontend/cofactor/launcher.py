@@ -93,7 +93,7 @@ class _Slot:
     The descriptors hold the addresses of the scalar buffers, so they are built once and
     reused; a slot is taken by exactly one call at a time (see `Launcher.__call__`)."""
 
-    __slots__ = ("ptrs", "in_setters", "array_outs", "scalar_outs", "_keep")
+    __slots__ = ("ptrs", "argv", "in_setters", "array_outs", "scalar_outs", "_keep")
 
     def __init__(self, inputs: Sequence[BufferSpec], outputs: Sequence[BufferSpec]) -> None:
         # Every descriptor of the slot, one after another in one array of 8-byte words (the
@@ -113,6 +113,11 @@ class _Slot:
             self.ptrs.append(base + 8 * at)
             offsets.append(at)
             at += _descriptor_words(shape)
+        # the same addresses as one C array, for the runtime's cf_rt_call (a numpy array:
+        # a ctypes array type of a new length costs ~50 us on the first call of a process)
+        argv = np.array(self.ptrs or [0], dtype=np.uint64)
+        self._keep.append(argv)
+        self.argv = ctypes.c_void_p(argv.ctypes.data)
         self.in_setters: list[Callable[[Any], Any]] = [
             self._input_setter(spec, words, at, i)
             for i, (spec, at) in enumerate(zip(inputs, offsets, strict=False))
@@ -215,6 +220,24 @@ class Launcher:
         self._fn = self.lib[f"_mlir_ciface_{name}"]  # (not cached on self.lib)
         self._fn.restype = None
         self._fn.argtypes = [ctypes.c_void_p] * (len(inputs) + len(outputs))
+        # A program that uses the runtime is called through it (cf_rt_call): its buffers
+        # come from the runtime's checked allocator, which returns there when one cannot be
+        # had, and counts the result arrays allocated below against the memory budget.
+        self._run = None
+        n_args = len(inputs) + len(outputs)
+        if self._runtime is not None and n_args <= _MAX_RUNTIME_CALL_ARGS:
+            call = self._runtime.cf_rt_call
+            # ctypes objects made once: the call converts nothing but the slot's array
+            address = ctypes.c_void_p(ctypes.cast(self._fn, ctypes.c_void_p).value)
+            count = ctypes.c_int64(n_args)
+            result_bytes = ctypes.c_int64(
+                sum(int(np.prod(spec.shape)) * spec.dtype.itemsize for spec in outputs)
+            )
+
+            def run(slot: _Slot) -> None:
+                call(address, slot.argv, count, result_bytes)
+
+            self._run = run
         self._error_code = self._runtime.cf_rt_error_code if self._runtime else None
         self._callbacks = callbacks  # Python callbacks: their exceptions are re-raised
         # qjit(seed=...): the runtime counts a circuit's runs within each call, so that
@@ -241,10 +264,13 @@ class Launcher:
                 previous = self._runtime.cf_rt_seeded_call_begin()
             try:
                 if self._callbacks:
-                    self._call_with_callbacks(slot.ptrs)
+                    self._call_with_callbacks(slot)
                 else:
                     try:
-                        self._fn(*slot.ptrs)
+                        if self._run is not None:
+                            self._run(slot)
+                        else:
+                            self._fn(*slot.ptrs)
                     except KeyboardInterrupt:  # Python's SIGINT handler, right after the call
                         self._forget_interrupt()
                         raise
@@ -260,12 +286,15 @@ class Launcher:
             pool.append(slot)
         return outs
 
-    def _call_with_callbacks(self, ptrs: list[int]) -> None:
+    def _call_with_callbacks(self, slot: _Slot) -> None:
         from cofactor.api_extensions import callbacks
 
         callbacks.clear_pending()
         try:
-            self._fn(*ptrs)
+            if self._run is not None:
+                self._run(slot)
+            else:
+                self._fn(*slot.ptrs)
             callbacks.raise_pending()
         except BaseException:
             if self._runtime is not None:
@@ -286,6 +315,7 @@ class Launcher:
 
 
 _CF_ERR_INTERRUPTED = 8  # runtime_lib.CF_ERR_INTERRUPTED (not imported on the call path)
+_MAX_RUNTIME_CALL_ARGS = 64  # runtime.h's CF_RT_CALL_MAX_ARGS
 
 
 def _unload(handle: int) -> None:

@@ -40,6 +40,8 @@ SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "cf_rt_clear_error": (None, []),
     "cf_rt_report_error": (None, [c_int64, c_char_p]),
     "cf_rt_index_error": (None, [c_int64, c_int64, c_int64]),
+    # (the status is read from the error slot afterwards, as after a direct call)
+    "cf_rt_call": (None, [c_void_p, c_void_p, c_int64, c_int64]),
     "cf_rt_device_acquire": (c_int64, [c_int64, c_int64, c_int64]),
     "cf_rt_device_release": (None, []),
     "cf_rt_seeded_call_begin": (c_int64, []),
@@ -190,6 +192,12 @@ COMPILED_CODE_ERRORS: dict[str, tuple[type[Exception], str]] = {
         ValueError,
         "Operator must be unitary: a DiagonalQubitUnitary's entries (computed at run time) "
         "must have modulus 1 (e.g. qml.exp(H, c) needs an imaginary coefficient c)",
+    ),
+    "state_norm": (
+        ValueError,
+        "The state must be a vector of norm 1.0: the state given to qml.StatePrep / "
+        "qml.AmplitudeEmbedding / qml.MottonenStatePreparation (computed at run time) is not "
+        "normalized. Use 'normalize=True' to automatically normalize.",
     ),
 }
 

@@ -91,7 +91,12 @@ double cgroupBudget() {
     return budget;
 }
 
+thread_local double resultBytes = 0; // set by cf_rt_call (capi_alloc.cpp)
+
 } // namespace
+
+double pendingResultBytes() { return resultBytes; }
+void setPendingResultBytes(double bytes) { resultBytes = bytes; }
 
 double availableMemory() {
     double avail = readKey("/proc/meminfo", "MemAvailable:") * 1024.0;
@@ -105,10 +110,18 @@ double availableMemory() {
 void checkMemory(double bytes, const char *what) {
     if (bytes <= kSmallAllocation) return; // not worth reading /proc/meminfo for
     const double avail = availableMemory();
-    if (bytes > 0.9 * avail)
-        fail(CF_ERR_OUT_OF_MEMORY, what, " needs ", bytes / (1 << 20), " MiB but only ",
-             avail / (1 << 20), " MiB of memory are available (to this process's memory cgroup, "
-             "if it has a limit): use fewer qubits or a machine with more memory");
+    // The result arrays of the compiled call in progress are allocated but not yet written:
+    // they still need their memory (capi_alloc.cpp).
+    const double results = pendingResultBytes();
+    if (bytes + results > 0.9 * avail) {
+        std::string also;
+        if (results > 0)
+            also = " (and the call's results " + std::to_string(int64_t(results / (1 << 20))) +
+                   " MiB more)";
+        fail(CF_ERR_OUT_OF_MEMORY, what, " needs ", bytes / (1 << 20), " MiB", also,
+             " but only ", avail / (1 << 20), " MiB of memory are available (to this process's "
+             "memory cgroup, if it has a limit): use fewer qubits or a machine with more memory");
+    }
 }
 
 } // namespace cf

@@ -351,14 +351,12 @@ double StateVectorDevice::expval(const Observable &obs) {
 
 double StateVectorDevice::var(const Observable &obs) {
     flush();
-    // Finite shots: the sample variance of a single term. A sum of several terms would need
-    // their joint distribution (they need not commute), so that stays analytic.
-    if (shots_ > 0 && obs.terms.size() == 1) {
-        double m, v;
-        sampleTerm(obs.terms[0], m, &v);
-        return v;
-    }
-    return varAnalytic(obs, sv_.data(), n_);
+    if (shots_ == 0 || obs.terms.empty()) return varAnalytic(obs, sv_.data(), n_);
+    // Finite shots: the sample variance of the eigenvalues drawn. A sum of several terms is
+    // sampled as one Hermitian observable (its terms need not commute), as PennyLane does.
+    double m, v;
+    sampleTerm(obs.terms.size() == 1 ? obs.terms[0] : combinedTerm(obs), m, &v);
+    return v;
 }
 
 std::unique_ptr<QuantumDevice> makeStateVectorDevice(int numQubits, int64_t shots, int64_t seed) {

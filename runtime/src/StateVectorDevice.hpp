@@ -30,6 +30,10 @@ void applyPauliRotDerivative(cplx *sv, int n, const Operation &op);
 // CF_ERR_OUT_OF_MEMORY unless `bytes` more fit (with a margin); `what` names the use.
 double availableMemory();
 void checkMemory(double bytes, const char *what);
+// Bytes of the result arrays of the compiled call running on this thread (cf_rt_call),
+// which checkMemory adds to every request; 0 outside such a call.
+double pendingResultBytes();
+void setPendingResultBytes(double bytes);
 // Below this, checkMemory does not look (reading /proc/meminfo costs more than a gate on a
 // small register).
 constexpr double kSmallAllocation = 64.0 * (1 << 20);

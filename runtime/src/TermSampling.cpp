@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "Error.hpp"
 #include "StateVector.hpp"
 
 namespace cf {
@@ -69,6 +70,41 @@ void termMoments(const TermBasis &basis, const std::vector<uint32_t> &outcomes, 
     const double m = sum / shots;
     mean = coeff * m;
     if (var) *var = coeff * coeff * std::max(0.0, sum2 / shots - m * m);
+}
+
+ObsTerm combinedTerm(const Observable &obs) {
+    std::vector<int64_t> wires;
+    for (const auto &t : obs.terms)
+        for (const auto &f : t.factors)
+            for (int64_t w : f.wires)
+                if (std::find(wires.begin(), wires.end(), w) == wires.end()) wires.push_back(w);
+    const int k = int(wires.size());
+    if (k > kMaxCombinedWires)
+        fail(CF_ERR_NOT_SUPPORTED, "the variance of a sum of observables with shots samples the "
+             "sum's eigenbasis, a dense matrix on its ", k, " wires (at most ", kMaxCombinedWires,
+             " are supported): use analytic mode (shots=None) or fewer wires");
+    // The same observable on a k-qubit register (wire wires[i] -> i, so that wires[0] is the
+    // most significant bit, as for a Hermitian factor), applied to each basis vector: the
+    // columns of its matrix.
+    Observable local = obs;
+    for (auto &t : local.terms)
+        for (auto &f : t.factors)
+            for (auto &w : f.wires) w = std::find(wires.begin(), wires.end(), w) - wires.begin();
+    const size_t dim = size_t(1) << k;
+    ObsFactor sum;
+    sum.kind = ObsFactor::kHermitian;
+    sum.wires = wires;
+    sum.matrix.assign(dim * dim, 0);
+    std::vector<cplx> basis(dim, 0), column(dim), scratch(needsScratch(local, k) ? dim : 0);
+    for (size_t j = 0; j < dim; ++j) {
+        basis[j] = 1;
+        applyObservable(local, basis.data(), column.data(), scratch.data(), k);
+        basis[j] = 0;
+        for (size_t i = 0; i < dim; ++i) sum.matrix[i * dim + j] = column[i];
+    }
+    ObsTerm term;
+    term.factors.push_back(std::move(sum));
+    return term;
 }
 
 } // namespace cf

@@ -34,4 +34,12 @@ TermBasis rotateToEigenbasis(const ObsTerm &t, cplx *state, int n);
 void termMoments(const TermBasis &basis, const std::vector<uint32_t> &outcomes, double coeff,
                  double &mean, double *var);
 
+// A sum of several terms as one term: a single Hermitian factor, the sum's matrix on the union
+// of its terms' wires (in order of first appearance). Sampling it draws eigenvalues of the
+// whole sum, which is what PennyLane's default.qubit does for qml.var of a Sum/Hamiltonian
+// with shots (the terms need not commute, so they cannot be sampled one by one).
+// CF_ERR_NOT_SUPPORTED beyond kMaxCombinedWires wires (a dense 2^k x 2^k eigenproblem).
+constexpr int kMaxCombinedWires = 8;
+ObsTerm combinedTerm(const Observable &obs);
+
 } // namespace cf

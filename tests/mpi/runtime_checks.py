@@ -257,6 +257,8 @@ def main(argv: list[str]) -> None:
         ("expval", ("named", "PauliX", 0)),
         ("expval", ("ham", [0.5, -1.0], [("named", "PauliZ", 0), ("named", "PauliY", n - 1)])),
         ("var", ("tensor", [("named", "PauliX", 0), ("named", "PauliZ", 2)])),
+        # a sum: sampled in its eigenbasis (TermSampling.cpp combinedTerm)
+        ("var", ("ham", [0.5, -1.0], [("named", "PauliZ", 0), ("named", "PauliY", n - 1)])),
     ]
     compare("shots", n, circuit(rng, n, 30), shot_meas, shots=200, seed=11)
     # mid-circuit measurements with reset and postselection, on global and local wires

@@ -18,6 +18,9 @@ because "a compiler is active" (`qml.compiler.active()` is true while cofactor t
 - `BasisState`: PennyLane's rule imports `jax.numpy` when a compiler is active; here a
   constant state is `X` flips and a traced one is `GlobalPhase(-pi b/2) RX(pi b)` per bit
   (exactly `X**b` for b in {0, 1}).
+- `MottonenStatePreparation` (what `StatePrep` and `AmplitudeEmbedding` become) of a traced
+  state: PennyLane's rule after a run-time check that the state has norm 1 (PennyLane checks
+  a concrete one; the rule's angles would normalize it silently).
 - `BasisRotation` of a traced *real* matrix: PennyLane's real-valued rule moves signs
   around depending on the values (`_absorb_phases_so`); refused with an error that names
   the operation (a static `unitary_matrix` works). Its complex rule has no such branch, but
@@ -58,7 +61,7 @@ def has_rule(op: qml.operation.Operator) -> bool:
     """Whether `expand` has a rule for `op` (PennyLane's decomposition then stops there)."""
     if isinstance(op, qml.ops.Exp | qml.TrotterProduct | qml.BasisState):
         return True
-    if isinstance(op, qml.DiagonalQubitUnitary):
+    if isinstance(op, qml.DiagonalQubitUnitary | qml.MottonenStatePreparation):
         return _has_traced_data(op)
     if isinstance(op, qml.BasisRotation):  # a traced real matrix: refused in expand
         u = op.parameters[0]
@@ -123,6 +126,8 @@ def expand(op: qml.operation.Operator) -> list[qml.operation.Operator]:
             return _basis_state_rule(op)
         if isinstance(op, qml.DiagonalQubitUnitary):
             return _traced_diagonal_rule(op)
+        if isinstance(op, qml.MottonenStatePreparation):
+            return _traced_state_rule(op)
         if isinstance(op, qml.BasisRotation):
             raise CompileError(
                 f"qml.BasisRotation on wires {list(op.wires)} with a traced real "
@@ -301,6 +306,24 @@ def _traced_diagonal_rule(op: qml.DiagonalQubitUnitary) -> list[qml.operation.Op
     squared = np.real(entries * np.conj(entries))
     # numpy's allclose(|d|^2, 1) with its default tolerances, as PennyLane's check
     report_if(as_scalar(np.any(np.abs(squared - 1.0) > 1e-8 + 1e-5)).value, "diagonal_unitary")
+    return list(op.decomposition())
+
+
+# ----------------------------------------------------------------------------------------
+# MottonenStatePreparation (StatePrep, AmplitudeEmbedding) of a traced state
+# ----------------------------------------------------------------------------------------
+def _traced_state_rule(op: qml.MottonenStatePreparation) -> list[qml.operation.Operator]:
+    """PennyLane's decomposition, after a run-time check that the state has norm 1: every
+    StatePrep / AmplitudeEmbedding becomes this operator, and PennyLane checks the norm of
+    a concrete state (StatePrep(normalize=True) or pad_with has divided a traced one by its
+    norm already), while the rotation angles alone would silently normalize it."""
+    from cofactor.tracing.numpy_rules import as_scalar, as_tracer
+    from cofactor.tracing.runtime_errors import report_if
+
+    state = as_tracer(op.parameters[0])
+    norms = np.sqrt(np.sum(np.real(state * np.conj(state)), axis=-1))
+    # numpy's allclose(norm, 1) with PennyLane's tolerance for StatePrep (atol 1e-10)
+    report_if(as_scalar(np.any(np.abs(norms - 1.0) > 1e-10 + 1e-5)).value, "state_norm")
     return list(op.decomposition())
 
 

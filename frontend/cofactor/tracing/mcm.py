@@ -347,8 +347,12 @@ def emit_per_shot(scope: Any, mp: MeasurementProcess) -> Any:
         )
     kind = _kind(mp)
     scope.shot_kinds.append(kind)
-    if isinstance(mp, VarianceMP):  # gathered from the per-shot eigenvalue
-        return scope.emit_measurement_plain(qml.expval(mp.obs))
+    if isinstance(mp, VarianceMP):
+        # gathered from the per-shot eigenvalue of the whole observable: one sample, drawn in
+        # its eigenbasis. (A one-shot expval of a sum draws each term apart: its sum is not
+        # an eigenvalue when the terms do not commute, and its square's mean was wrong.)
+        eigenvalue = scope.emit_measurement_plain(qml.sample(mp.obs))
+        return eigenvalue.reshape(eigenvalue.shape[1:])
     if isinstance(mp, SampleMP):
         bits = scope.emit_measurement_plain(mp)  # (1, k), or (1,) of eigenvalues
         return bits.reshape(bits.shape[1:])

@@ -19,6 +19,7 @@
 #ifndef COFACTOR_RUNTIME_H
 #define COFACTOR_RUNTIME_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -56,6 +57,22 @@ void cf_rt_report_error(int64_t code, const char *message);
  * CF_ERR_INDEX with numpy's message "index I is out of bounds for axis A with size N" (kept
  * only if no error is pending, so the first bad index of a loop is the one reported). */
 void cf_rt_index_error(int64_t index, int64_t axis, int64_t size);
+
+/* ---- compiled code's memory (capi_alloc.cpp) ---------------------------------------- */
+/* malloc / calloc for compiled code (the compiler renames its calls after Enzyme and the
+ * optimizer). A request over 64 MiB is checked against the memory the process may still use
+ * (its memory cgroup's too), less the bytes of the current cf_rt_call's results; a refused or
+ * failed request records CF_ERR_OUT_OF_MEMORY and, inside cf_rt_call, returns from it (the
+ * compiled function is abandoned); outside one it returns NULL. Freed with free(). */
+void *cf_rt_alloc(size_t bytes);
+void *cf_rt_calloc(size_t count, size_t size);
+/* Calls the compiled function fn(args[0], ..., args[num_args - 1]) (each argument a pointer,
+ * as an `_mlir_ciface_` entry takes them; at most CF_RT_CALL_MAX_ARGS). result_bytes: the
+ * bytes of the result arrays the caller has allocated for it but not yet written, counted by
+ * every memory check during the call. Returns the error slot's status (CF_ERR_OUT_OF_MEMORY
+ * after an allocation failed: the device the call acquired is released). */
+#define CF_RT_CALL_MAX_ARGS 64
+int64_t cf_rt_call(void *fn, void *const *args, int64_t num_args, int64_t result_bytes);
 
 /* ---- device lifecycle --------------------------------------------------------------- */
 /* shots == 0: analytic. seed == -2: keep the random stream of the device as the previous

@@ -407,9 +407,9 @@ double DistributedDevice::expval(const Observable &obs) {
 }
 
 double DistributedDevice::var(const Observable &obs) {
-    if (local_.shots() > 0 && obs.terms.size() == 1) {
+    if (local_.shots() > 0 && !obs.terms.empty()) { // a sum: as one term (TermSampling.hpp)
         double m, v;
-        sampleTerm(obs.terms[0], m, &v);
+        sampleTerm(obs.terms.size() == 1 ? obs.terms[0] : combinedTerm(obs), m, &v);
         return v;
     }
     std::vector<int64_t> all;
