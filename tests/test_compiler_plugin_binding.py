@@ -5,13 +5,12 @@ Each case runs in a new process (the plugin loads once per process)."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
+from fresh_process import run_json_program
 
 from cofactor import native_compiler
 
@@ -80,16 +79,7 @@ def _needs_library():
 
 
 def _run(**env: str) -> dict:
-    environ = {**os.environ, "COFACTOR_DISABLE_CACHE": "1", **env}
-    proc = subprocess.run(
-        [sys.executable, "-c", PROGRAM],
-        capture_output=True,
-        text=True,
-        env=environ,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_json_program(PROGRAM, **env)
 
 
 def test_the_plugin_loaded_ahead_has_every_call_bound_and_the_same_gradient():

@@ -5,14 +5,13 @@ compiled gradient is the same. Each case runs in a new process (once per process
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
 import sys
 
 import numpy as np
 import pytest
+from fresh_process import run_json_program
 
 from cofactor import native_compiler
 
@@ -65,16 +64,7 @@ def _needs_library():
 
 
 def _run(wait_s: float, **env: str) -> dict:
-    environ = {**os.environ, "COFACTOR_DISABLE_CACHE": "1", **env}
-    proc = subprocess.run(
-        [sys.executable, "-c", PROGRAM, str(wait_s)],
-        capture_output=True,
-        text=True,
-        env=environ,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_json_program(PROGRAM, str(wait_s), **env)
 
 
 def _fully_mapped(pages: dict) -> bool:

@@ -6,13 +6,9 @@ without changing what Enzyme produces. Each case runs in a new process: the plug
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
+from fresh_process import run_json_program
 
 from cofactor import native_compiler
 
@@ -58,16 +54,7 @@ def _needs_library():
 
 
 def _run(kind: str, **env: str) -> dict:
-    environ = {**os.environ, "COFACTOR_DISABLE_CACHE": "1", **env}
-    proc = subprocess.run(
-        [sys.executable, "-c", PROGRAM, kind],
-        capture_output=True,
-        text=True,
-        env=environ,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_json_program(PROGRAM, kind, **env)
 
 
 def _expected() -> np.ndarray:
