@@ -480,32 +480,39 @@ def capture_qnode_calls() -> Iterator[None]:
 
     Both replacements act only in a thread that is tracing; other threads keep calling
     the originals (their QNodes execute normally while this thread compiles)."""
-
-    def make_call(original_call: Any) -> Any:
-        def traced_call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if context.is_tracing():
-                return call_qnode(self, args, kwargs)
-            return original_call(self, *args, **kwargs)
-
-        return traced_call
-
-    def make_is_abstract(original_is_abstract: Any) -> Any:
-        def is_abstract(tensor: Any, like: str | None = None) -> bool:
-            if context.is_tracing() and (
-                isinstance(tensor, Tracer | Scalar)
-                or (
-                    isinstance(tensor, np.ndarray)
-                    and tensor.dtype == object
-                    and any(isinstance(v, Scalar) for v in tensor.flat)
-                )
-            ):
-                return True
-            return original_is_abstract(tensor, like=like)
-
-        return is_abstract
-
-    with (
-        context.intercept(qml.QNode, "__call__", make_call),
-        context.intercept(qml.math, "is_abstract", make_is_abstract),
-    ):
+    with context.intercepts(_QNODE_INTERCEPTS, reusable=True):
         yield
+
+
+def _make_call(original_call: Any) -> Any:
+    def traced_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if context.is_tracing():
+            return call_qnode(self, args, kwargs)
+        return original_call(self, *args, **kwargs)
+
+    return traced_call
+
+
+def _make_is_abstract(original_is_abstract: Any) -> Any:
+    def is_abstract(tensor: Any, like: str | None = None) -> bool:
+        if context.is_tracing() and (
+            isinstance(tensor, Tracer | Scalar)
+            or (
+                isinstance(tensor, np.ndarray)
+                and tensor.dtype == object
+                and any(isinstance(v, Scalar) for v in tensor.flat)
+            )
+        ):
+            return True
+        return original_is_abstract(tensor, like=like)
+
+    return is_abstract
+
+
+# (the same triples on every trace: their replacements are made once, here, at import;
+# see `context.prepare`)
+_QNODE_INTERCEPTS = [
+    (qml.QNode, "__call__", _make_call),
+    (qml.math, "is_abstract", _make_is_abstract),
+]
+context.prepare(_QNODE_INTERCEPTS)

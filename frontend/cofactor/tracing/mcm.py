@@ -127,9 +127,7 @@ def patched_statistics() -> Iterator[None]:
     """While a circuit is traced: `qml.expval/var/probs/sample/counts` of traced measurement
     values (what `measure` returns) give an `MCMStat`; any other call goes to PennyLane.
     Installed through `context.intercept`, reference-counted across threads."""
-    with context.intercepts(
-        [(qml, kind, functools.partial(_statistic, kind)) for kind in STAT_KINDS]
-    ):
+    with context.intercepts(_STAT_INTERCEPTS, reusable=True):
         yield
 
 
@@ -161,6 +159,12 @@ def _statistic(kind: str, original: Any) -> Any:
     stat.__name__ = kind
     stat.__doc__ = original.__doc__
     return stat
+
+
+# (the same triples on every trace: their replacements are made once, here, at import;
+# see `context.prepare`)
+_STAT_INTERCEPTS = [(qml, kind, functools.partial(_statistic, kind)) for kind in STAT_KINDS]
+context.prepare(_STAT_INTERCEPTS)
 
 
 def is_mcm_statistic(mp: MeasurementProcess) -> bool:

@@ -122,13 +122,32 @@ def _make_get_lib_fn(original: Any) -> Any:
 def capture_numpy_constructors() -> Iterator[None]:
     """For the duration of a trace: numpy's array constructors keep traced values traced,
     and PennyLane's `like="jax"` arrays are numpy's."""
+    from cofactor.tracing import matrix_exp
+
+    with (
+        context.intercepts(_stable_intercepts(), reusable=True),
+        # scipy.linalg.expm of a traced matrix (scipy reads numpy internals; only once
+        # the program's process imported scipy.linalg, so looked at on every trace)
+        context.intercepts(matrix_exp.intercepted()),
+    ):
+        yield
+
+
+_STABLE: list[tuple[Any, str, Any]] = []
+
+
+def _stable_intercepts() -> list[tuple[Any, str, Any]]:
+    """The `(owner, attribute, make)` triples of every trace whose owners are there from
+    import on: listed once per process, so that each `make` is the same object on every
+    trace and its replacement is made once (`context.prepare`, at import)."""
+    if _STABLE:
+        return _STABLE
     import autoray.autoray
 
     from cofactor.api_extensions import operator_refusals, optimizers, phase_estimation
-    from cofactor.tracing import matrix_exp
     from cofactor.tracing.host_arrays import CONSTRUCTORS, make_constructor
 
-    replaced = [
+    items = [
         (np, "asarray", _make_asarray),
         (np, "asanyarray", _make_asarray),
         (np, "array", _make_array),
@@ -142,8 +161,14 @@ def capture_numpy_constructors() -> Iterator[None]:
         *operator_refusals.intercepted(),
         # PennyLane's qml.for_loop version carries an operator: unrolled while tracing
         *phase_estimation.intercepted(),
-        # scipy.linalg.expm of a traced matrix (scipy reads numpy internals)
-        *matrix_exp.intercepted(),
     ]
-    with context.intercepts(replaced):
-        yield
+    with _STABLE_LOCK:
+        if not _STABLE:
+            _STABLE.extend(items)
+    return _STABLE
+
+
+_STABLE_LOCK = threading.Lock()
+# (the replacements made at import: on the cached first call of a process they were a
+# tenth of a millisecond)
+context.prepare(_stable_intercepts())
