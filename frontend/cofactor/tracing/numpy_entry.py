@@ -124,7 +124,12 @@ def capture_numpy_constructors() -> Iterator[None]:
     and PennyLane's `like="jax"` arrays are numpy's."""
     import autoray.autoray
 
-    from cofactor.api_extensions import operator_refusals, optimizers, phase_estimation
+    from cofactor.api_extensions import (
+        operator_checks,
+        operator_refusals,
+        optimizers,
+        phase_estimation,
+    )
     from cofactor.tracing import matrix_exp
     from cofactor.tracing.host_arrays import CONSTRUCTORS, make_constructor
 
@@ -140,6 +145,8 @@ def capture_numpy_constructors() -> Iterator[None]:
         # opt.step(cost, traced_params) would silently not move: refused by name
         *optimizers.intercepted(),
         *operator_refusals.intercepted(),
+        # BasisState(n) of a traced integer n >= 2**len(wires) raises when it runs
+        *operator_checks.intercepted(),
         # PennyLane's qml.for_loop version carries an operator: unrolled while tracing
         *phase_estimation.intercepted(),
         # scipy.linalg.expm of a traced matrix (scipy reads numpy internals)
