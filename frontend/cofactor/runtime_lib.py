@@ -198,7 +198,8 @@ COMPILED_CODE_ERRORS: dict[str, tuple[type[Exception], str]] = {
         "The state must be a vector of norm 1.0: the state given to qml.StatePrep / "
         "qml.AmplitudeEmbedding / qml.MottonenStatePreparation (computed at run time) is not "
         "normalized. Use 'normalize=True' to automatically normalize.",
-    ),    "basis_state_integer": (
+    ),
+    "basis_state_integer": (
         ValueError,
         "Integer state must be < 2**len(wires) to have a feasible binary representation: "
         "the integer given to qml.BasisState / qml.BasisEmbedding (computed at run time) has "
