@@ -34,3 +34,27 @@ def test_traced_integer_basis_state_with_too_many_bits_raises(template):
     # in range, and negative integers (their low bits, as PennyLane) still run
     for n in (0, 5, 7, -1, -3):
         np.testing.assert_allclose(compiled(0.3, n), qml.QNode(circuit, dev)(0.3, n), atol=1e-12)
+
+
+def test_projector_of_traced_bits_and_state_vectors_matches_pennylane():
+    # valid traced bits raised "Basis state must only consist of 0s and 1s" (PennyLane's
+    # set(state).issubset({0, 1}) of tracers), a traced state vector "not supported"
+    def circuit(bits, v, x):
+        qml.RX(x, 0)
+        qml.Hadamard(1)
+        qml.CRY(x, [1, 2])
+        return (
+            qml.expval(qml.Projector(bits, wires=[0, 1])),
+            qml.var(qml.Projector(bits, wires=[0, 1])),
+            qml.expval(qml.Projector(v, wires=[2]) @ qml.PauliZ(0)),
+            qml.expval(0.5 * qml.Projector(bits, wires=[1, 2]) + qml.PauliX(1)),
+        )
+
+    dev = qml.device("default.qubit", wires=3)
+    compiled = cofactor.qjit(qml.QNode(circuit, dev))
+    for bits in (np.array([1, 0]), np.array([0, 1]), np.array([True, True])):
+        args = (bits, np.array([0.6, 0.8j]), 0.7)
+        expected = qml.QNode(circuit, dev)(*args)
+        np.testing.assert_allclose(compiled(*args), expected, atol=1e-12)
+    with pytest.raises(ValueError, match="Basis state must only consist of 0s and 1s"):
+        compiled(np.array([2, 0]), np.array([0.6, 0.8]), 0.7)
