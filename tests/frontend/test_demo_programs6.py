@@ -58,3 +58,17 @@ def test_projector_of_traced_bits_and_state_vectors_matches_pennylane():
         np.testing.assert_allclose(compiled(*args), expected, atol=1e-12)
     with pytest.raises(ValueError, match="Basis state must only consist of 0s and 1s"):
         compiled(np.array([2, 0]), np.array([0.6, 0.8]), 0.7)
+
+
+def test_counts_of_a_mid_circuit_measurement_expression_is_refused_without_blaming_pennylane():
+    # the message said "PennyLane refuses it too", but PennyLane counts such an expression
+    def circuit(x):
+        qml.RX(x, 0)
+        m0 = qml.measure(0)
+        return qml.counts(m0 * 1.5)
+
+    dev = qml.device("default.qubit", wires=2, shots=50)
+    assert set(qml.QNode(circuit, dev, mcm_method="one-shot")(0.4)) <= {0.0, 1.5}
+    compiled = cofactor.qjit(qml.QNode(circuit, dev, mcm_method="one-shot"))
+    with pytest.raises(cofactor.CompileError, match=r"counts of an arithmetic .*nor by Catalyst"):
+        compiled(0.4)
