@@ -42,6 +42,7 @@ from cofactor.jit import QJIT, ShapeDtype, qjit  # noqa: E402
 # PennyLane's two seconds), which the first call, even one served by the disk cache, would
 # otherwise spend.
 for _module in (
+    "api_extensions.operator_checks",
     "api_extensions.operator_refusals",
     "api_extensions.optimizers",
     "api_extensions.phase_estimation",

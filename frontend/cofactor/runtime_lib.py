@@ -199,6 +199,12 @@ COMPILED_CODE_ERRORS: dict[str, tuple[type[Exception], str]] = {
         "qml.AmplitudeEmbedding / qml.MottonenStatePreparation (computed at run time) is not "
         "normalized. Use 'normalize=True' to automatically normalize.",
     ),
+    "basis_state_integer": (
+        ValueError,
+        "Integer state must be < 2**len(wires) to have a feasible binary representation: "
+        "the integer given to qml.BasisState / qml.BasisEmbedding (computed at run time) has "
+        "more bits than there are wires",
+    ),
 }
 
 

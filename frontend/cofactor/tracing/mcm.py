@@ -206,10 +206,13 @@ def _bits_index(stat: MCMStat) -> Tracer:
     """The outcome index sum_j m_j 2^(k-1-j) of a list of single measurement values."""
     for v in stat.values:
         if v.dtype != BOOL or v.shape != ():
+            # PennyLane refuses probs of an expression; its counts (keys: the values the
+            # expression takes) need the expression, which the traced value has lost
+            why = "PennyLane refuses it too" if stat.kind == "probs" else "nor by Catalyst"
             raise CompileError(
                 f"qml.{stat.kind} of an arithmetic expression of mid-circuit measurements is "
-                "not supported (PennyLane refuses it too): give a list of measurement values, "
-                f"e.g. qml.{stat.kind}(op=[m0, m1])"
+                f"not supported by cofactor ({why}): give a list of measurement values, e.g. "
+                f"qml.{stat.kind}(op=[m0, m1]), and combine its outcomes"
             )
     k = len(stat.values)
     index = as_tracer(0)

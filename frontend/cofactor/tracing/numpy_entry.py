@@ -144,7 +144,12 @@ def _stable_intercepts() -> list[tuple[Any, str, Any]]:
         return _STABLE
     import autoray.autoray
 
-    from cofactor.api_extensions import operator_refusals, optimizers, phase_estimation
+    from cofactor.api_extensions import (
+        operator_checks,
+        operator_refusals,
+        optimizers,
+        phase_estimation,
+    )
     from cofactor.tracing.host_arrays import CONSTRUCTORS, make_constructor
 
     items = [
@@ -159,6 +164,8 @@ def _stable_intercepts() -> list[tuple[Any, str, Any]]:
         # opt.step(cost, traced_params) would silently not move: refused by name
         *optimizers.intercepted(),
         *operator_refusals.intercepted(),
+        # BasisState(n) of a traced integer n >= 2**len(wires) raises when it runs
+        *operator_checks.intercepted(),
         # PennyLane's qml.for_loop version carries an operator: unrolled while tracing
         *phase_estimation.intercepted(),
     ]

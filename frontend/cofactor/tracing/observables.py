@@ -221,6 +221,11 @@ def emit_observable(
         matrix = complex_matrix_memref(obs.parameters[0])
         wires = [scope.wire(w) for w in obs.wires]
         return b.res(generic_op("quantum.obs_hermitian", [matrix, *wires], [obs_type]))
+    if obs.name == "Projector" and depends_on_arguments(obs.parameters[0]):
+        # traced bits or state vector (api_extensions/operator_checks.py): the Hermitian
+        # |phi><phi| computed from them (PennyLane's matrix needs concrete values)
+        scope.traced_constants.append(f"the state of the projector observable {obs}")
+        return emit_observable(scope, qml.Hermitian(_projector_matrix(obs), wires=obs.wires))
     # A product of factors with traced coefficients is measured expanded (one Hamiltonian
     # over the products of their terms), so that the coefficients stay differentiable.
     expand = expval and any(_has_traced_coeffs(o) for o in getattr(obs, "operands", ()))
@@ -268,6 +273,17 @@ def emit_observable(
         wires = [scope.wire(w) for w in obs.wires]
         return b.res(generic_op("quantum.obs_hermitian", [matrix, *wires], [obs_type]))
     raise CompileError(f"observable {obs.name} is not supported by cofactor")
+
+
+def _projector_matrix(obs: qml.operation.Operator) -> Any:
+    """|phi><phi| of a Projector's traced parameter: a basis state's bits (one per wire)
+    or a state vector (2**wires entries, not normalized, as PennyLane's matrix)."""
+    state = obs.parameters[0]
+    dim = 2 ** len(obs.wires)
+    if np.shape(state)[0] == len(obs.wires):
+        index = np.sum(state * (2 ** np.arange(len(obs.wires) - 1, -1, -1)))
+        return np.diag((np.arange(dim) == index).astype(np.complex128))
+    return np.outer(state, np.conj(state))
 
 
 def emit_expval_or_var(scope: QuantumScope, obs: qml.operation.Operator, var: bool) -> Tracer:
