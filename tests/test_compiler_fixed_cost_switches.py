@@ -5,7 +5,9 @@ paths they replace (compiler/README.md, session 18), each of which its switch re
   by LLVM's `always-inline` pass, instead of by `InlineFunction` directly (Optimize.cpp);
 - COFACTOR_COMPILER_VERIFY_INPUT=1: the translated module verified again before `opt`;
 - COFACTOR_LOWER_QUANTUM_ALWAYS=1: `--lower-quantum-to-runtime` run on a module with
-  nothing of the quantum dialect (mlir_passes/lib/Transforms/LowerQuantumToRuntime.cpp).
+  nothing of the quantum dialect (mlir_passes/lib/Transforms/LowerQuantumToRuntime.cpp);
+- COFACTOR_COMPILER_MATH_ALWAYS=1: `convert-math-to-llvm,convert-math-to-libm` run on a
+  module with no math op (compiler/Lowering.cpp, `--cofactor-convert-math-if-any`).
 
 Each side compiles in a new process (the switches are read there), with the cache off: the
 optimized LLVM IR and the shared library must be byte for byte the same, and the values
@@ -55,10 +57,14 @@ def quantum_loss(p):
     return np.sin(circuit(p)) * p[0]
 
 quantum = cofactor.qjit(cofactor.grad(quantum_loss))
+# no classical code, no math op: the circuit's gradient alone
+circuit_grad = cofactor.qjit(cofactor.grad(circuit))
 p = np.array([0.3, -0.7])
 
 out = {}
-for name, fn, arg in (("one", one, w), ("two", two, w), ("quantum", quantum, p)):
+programs = (("one", one, w), ("two", two, w), ("quantum", quantum, p),
+            ("circuit", circuit_grad, p))
+for name, fn, arg in programs:
     value = np.asarray(fn(arg))
     lib = fn._last.library
     out[name] = {
@@ -73,6 +79,7 @@ OLD_PATHS = {
     "COFACTOR_COMPILER_ALWAYS_INLINER": "1",
     "COFACTOR_COMPILER_VERIFY_INPUT": "1",
     "COFACTOR_LOWER_QUANTUM_ALWAYS": "1",
+    "COFACTOR_COMPILER_MATH_ALWAYS": "1",
 }
 
 
@@ -85,10 +92,10 @@ def _needs_library():
 def test_the_cheaper_paths_compile_the_same_libraries_as_the_paths_they_replace():
     new = run_json_program(PROGRAM)
     old = run_json_program(PROGRAM, **OLD_PATHS)
-    for name in ("one", "two", "quantum"):
-        # (the circuit's optimized IR carries a metadata node holding an address, which
+    for name in ("one", "two", "quantum", "circuit"):
+        # (the QNode's optimized IR carries a metadata node holding an address, which
         # differs from process to process; its library does not)
-        if name != "quantum":
+        if name in ("one", "two"):
             assert new[name]["opt_ir"] == old[name]["opt_ir"], name
         assert new[name]["so"] == old[name]["so"], name
         assert new[name]["value"] == old[name]["value"], name
@@ -118,3 +125,5 @@ def test_their_values_are_right():
     p = qml.numpy.array([0.3, -0.7], requires_grad=True)
     expected = qml.grad(lambda p: qml.math.sin(circuit(p)) * p[0])(p)
     np.testing.assert_allclose(new["quantum"]["value"], expected, rtol=1e-9, atol=1e-12)
+    expected = qml.grad(circuit)(p)
+    np.testing.assert_allclose(new["circuit"]["value"], expected, rtol=1e-9, atol=1e-12)

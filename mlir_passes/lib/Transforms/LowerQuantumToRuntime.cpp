@@ -460,4 +460,5 @@ std::unique_ptr<Pass> cofactor::createLowerQuantumToRuntimePass() {
 void cofactor::registerCofactorPasses() {
   PassRegistration<LowerQuantumToRuntimePass>();
   registerFuseLoopsPass();
+  registerConvertMathIfAnyPass();
 }
