@@ -13,7 +13,12 @@
 //===----------------------------------------------------------------------===//
 #include "cofactor/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arithmetic/IR/Arithmetic.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/Pass.h"
@@ -36,22 +41,36 @@ struct ConvertMathIfAnyPass
            "nothing on another";
   }
 
+  /// What the two passes create from scalar math ops (LLVM intrinsics, func.call and
+  /// func.func declarations, arith constants). Not the vector dialect, which
+  /// convert-math-to-libm also declares (for math on vectors, which it unrolls): loading
+  /// it registers ~100 ops, 0.3 M instructions of every compile; it is loaded below in
+  /// the rare module that has math on vectors.
   void getDependentDialects(DialectRegistry &registry) const override {
-    OpPassManager nested(ModuleOp::getOperationName());
-    if (succeeded(parsePassPipeline(kMathPipeline, nested)))
-      nested.getDependentDialects(registry);
+    registry.insert<LLVM::LLVMDialect, func::FuncDialect, arith::ArithmeticDialect>();
   }
 
   void runOnOperation() final {
-    bool anyMath = getOperation()
-                       .walk([](Operation *op) {
-                         return llvm::isa_and_nonnull<math::MathDialect>(op->getDialect())
-                                    ? WalkResult::interrupt()
-                                    : WalkResult::advance();
-                       })
-                       .wasInterrupted();
+    bool anyMath = false, vectorMath = false;
+    getOperation().walk([&](Operation *op) {
+      if (!llvm::isa_and_nonnull<math::MathDialect>(op->getDialect()))
+        return;
+      anyMath = true;
+      auto isVector = [](Type type) { return type.isa<VectorType>(); };
+      vectorMath |= llvm::any_of(op->getOperandTypes(), isVector) ||
+                    llvm::any_of(op->getResultTypes(), isVector);
+    });
     if (!anyMath)
       return;
+    MLIRContext &context = getContext();
+    if (vectorMath && !context.getLoadedDialect<vector::VectorDialect>()) {
+      if (context.isMultithreadingEnabled()) {
+        getOperation().emitError("math on vectors needs the vector dialect loaded "
+                                 "ahead (run convert-math-to-libm instead)");
+        return signalPassFailure();
+      }
+      context.getOrLoadDialect<vector::VectorDialect>();
+    }
     OpPassManager nested(ModuleOp::getOperationName());
     if (failed(parsePassPipeline(kMathPipeline, nested)) ||
         failed(runPipeline(nested, getOperation())))
