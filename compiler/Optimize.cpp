@@ -4,6 +4,9 @@
 
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Analysis/AliasAnalysis.h"
+#include "llvm/Analysis/AssumptionCache.h"
+#include "llvm/Analysis/InlineCost.h"
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/Instructions.h"
@@ -13,6 +16,7 @@
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/PassPlugin.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -82,13 +86,14 @@ void deleteUnusedFunctions(llvm::Module &module) {
 /// (`diffe<name>`, internal, called once). O2's inliner visits a callee before its callers,
 /// so the gradient was optimized on its own, then inlined into its caller and optimized
 /// again there: its body went through the function passes twice (5.4 M of O2's 20 M
-/// instructions on the tanh(W x) gradient). Marked `alwaysinline`, it is inlined by the
-/// `always-inline` pass that starts compiler.ENZYME_PIPELINE's O2, and optimized once, in
-/// its caller; O2's output on the benchmark gradients is the same code (value names
-/// aside). Only such functions are marked: the new ones whose one use is a call from a
+/// instructions on the tanh(W x) gradient). So it is inlined before O2 and optimized once,
+/// in its caller; O2's output on the benchmark gradients is the same code (value names
+/// aside). Only such functions qualify: the new ones whose one use is a call from a
 /// function the module had before Enzyme ran (`before`).
-void inlineGradientsFirst(llvm::Module &module,
-                          const llvm::SmallPtrSetImpl<const llvm::Function *> &before) {
+std::vector<llvm::CallBase *>
+gradientCallsToInline(llvm::Module &module,
+                      const llvm::SmallPtrSetImpl<const llvm::Function *> &before) {
+  std::vector<llvm::CallBase *> calls;
   for (llvm::Function &function : module) {
     if (function.isDeclaration() || before.contains(&function) ||
         !function.hasLocalLinkage() || !function.hasOneUse() ||
@@ -97,8 +102,60 @@ void inlineGradientsFirst(llvm::Module &module,
     auto *call = llvm::dyn_cast<llvm::CallBase>(function.user_back());
     if (call && call->getCalledFunction() == &function &&
         before.contains(call->getFunction()))
-      function.addFnAttr(llvm::Attribute::AlwaysInline);
+      calls.push_back(call);
   }
+  return calls;
+}
+
+/// Inlines those calls as LLVM's `always-inline` pass would once they are marked
+/// `alwaysinline` (how it was done until session 18: compiler.ENZYME_PIPELINE's O2 starts
+/// with that pass), in the same order and with the same `InlineFunction` call, its alias
+/// analysis of the callee and lifetime markers, the same merge of the functions'
+/// attributes and the removal of the dead callee; but without the block frequencies of
+/// caller and callee that the pass computes (`BlockFrequencyAnalysis` twice, ~0.4 M
+/// instructions on the tanh(W x) gradient): the inliner only updates them, as an analysis
+/// (the module has no profile), and the pass throws them away when it returns. The IR is
+/// the same (tests/test_compiler_inline_gradients.py). COFACTOR_COMPILER_ALWAYS_INLINER=1
+/// marks the functions and leaves the inlining to the pass as before (A/B).
+void inlineGradientsFirst(llvm::Module &module,
+                          const llvm::SmallPtrSetImpl<const llvm::Function *> &before,
+                          llvm::ModuleAnalysisManager &mam,
+                          llvm::FunctionAnalysisManager &fam) {
+  std::vector<llvm::CallBase *> calls = gradientCallsToInline(module, before);
+  const char *choice = std::getenv("COFACTOR_COMPILER_ALWAYS_INLINER");
+  if (choice && std::strcmp(choice, "1") == 0) {
+    for (llvm::CallBase *call : calls)
+      call->getCalledFunction()->addFnAttr(llvm::Attribute::AlwaysInline);
+    return;
+  }
+  if (calls.empty())
+    return;
+  auto assumptions = [&](llvm::Function &function) -> llvm::AssumptionCache & {
+    return fam.getResult<llvm::AssumptionAnalysis>(function);
+  };
+  std::vector<llvm::Function *> inlined;
+  for (llvm::CallBase *call : calls) {
+    llvm::Function &callee = *call->getCalledFunction();
+    llvm::Function &caller = *call->getCaller();
+    if (!llvm::isInlineViable(callee).isSuccess())
+      continue;  // as the pass, which skips such a function (it stays a call)
+    llvm::InlineFunctionInfo info(/*cg=*/nullptr, assumptions);
+    llvm::InlineResult result = llvm::InlineFunction(
+        *call, info, &fam.getResult<llvm::AAManager>(callee), /*InsertLifetime=*/true);
+    if (!result.isSuccess())
+      continue;
+    llvm::AttributeFuncs::mergeAttributesForInlining(caller, callee);
+    inlined.push_back(&callee);
+  }
+  for (llvm::Function *callee : inlined) {
+    callee->removeDeadConstantUsers();
+    if (!callee->isDefTriviallyDead() || callee->hasComdat())
+      continue;
+    fam.clear(*callee, callee->getName());
+    callee->eraseFromParent();
+  }
+  // What the pass returns: nothing preserved (the caller changed, the callee is gone).
+  mam.invalidate(module, llvm::PreservedAnalyses::none());
 }
 
 /// The plugin's calls into LLVM, libstdc++ and its own exported functions go through its
@@ -179,7 +236,12 @@ std::vector<llvm::StringRef> splitPipeline(llvm::StringRef pipeline) {
 bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error,
               std::vector<double> *elementMs, bool narrowTypeOffsets) {
   llvm::raw_string_ostream errors(error);
-  if (llvm::verifyModule(module, &errors)) {
+  // Not verified again here (as `opt` verifies its input): the module comes from
+  // translateModuleToLLVMIR, which has run the same verifier on it and fails the
+  // translation when it is broken (0.13 M instructions on the tanh(W x) gradient).
+  // COFACTOR_COMPILER_VERIFY_INPUT=1 verifies it again (A/B).
+  const char *verifyInput = std::getenv("COFACTOR_COMPILER_VERIFY_INPUT");
+  if (verifyInput && std::strcmp(verifyInput, "1") == 0 && llvm::verifyModule(module, &errors)) {
     errors << "error: input module is broken!\n";
     return false;
   }
@@ -254,7 +316,7 @@ bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error
       enzymeInput.restore();
       deleteUnusedFunctions(module);
       if (forEnzyme)
-        inlineGradientsFirst(module, beforeEnzyme);
+        inlineGradientsFirst(module, beforeEnzyme, mam, fam);
     }
     passes.run(module, mam);
     if (elementMs)

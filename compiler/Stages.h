@@ -74,9 +74,10 @@ bool skipBlasNames(const llvm::PassPlugin &plugin);
 /// "function(b,c)", "d").
 std::vector<llvm::StringRef> splitPipeline(llvm::StringRef pipeline);
 
-/// opt: verify, run the new-PM `pipeline` (with Enzyme's passes registered when the
-/// plugin is loaded), verify again. `elementMs`, when given, receives the milliseconds of
-/// each top-level element of the pipeline (splitPipeline), in order. `narrowTypeOffsets`:
+/// opt: run the new-PM `pipeline` (with Enzyme's passes registered when the plugin is
+/// loaded) on a module translateModuleToLLVMIR has verified, verify its output.
+/// `elementMs`, when given, receives the milliseconds of each top-level element of the
+/// pipeline (splitPipeline), in order. `narrowTypeOffsets`:
 /// Enzyme's type analysis follows few offsets of a loop-computed address (see Optimize.cpp);
 /// false gives Enzyme's default, for the retry of a module that needs more.
 bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error,

@@ -19,6 +19,11 @@ std::unique_ptr<mlir::Pass> createLowerQuantumToRuntimePass();
 std::unique_ptr<mlir::Pass> createFuseLoopsPass();
 void registerFuseLoopsPass();
 
+/// `--cofactor-convert-math-if-any`: `convert-math-to-llvm,convert-math-to-libm` on a
+/// module with a math op, nothing on another (lib/Transforms/ConvertMathIfAny.cpp).
+std::unique_ptr<mlir::Pass> createConvertMathIfAnyPass();
+void registerConvertMathIfAnyPass();
+
 /// Registers all of cofactor's passes with the global pass registry.
 void registerCofactorPasses();
 
