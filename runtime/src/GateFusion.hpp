@@ -44,6 +44,16 @@
 // kernel) and from pure-CNOT blocks (denseK); with the lane kernel and permutation blocks on
 // the stream kernel (FusedKernels.inc), k = 3 beats k = 2 from n = 16 (in-process A/B, one
 // thread, k=3/k=2: long circuit 0.93x, SEL n=16 0.94-0.96x, n=18 0.77-0.80x; runtime/README.md).
+//
+// Session 18: Hadamard-phase blocks. A block of Hadamards (at most one per wire, before any
+// operation on several wires touches the wire), diagonal gates and permutations (CNOT, SWAP,
+// X, Toffoli, CZ) is M = Dout P H_S Din; HadamardBlocks.cpp checks that factorisation against
+// M and applies it with the butterfly kernel (FusedKernels.inc, hadamardBlocks): an add per
+// Hadamard wire and two complex scales per amplitude, instead of 2^|S| complex FMAs. Such a
+// union may grow to kHadamardQubits = 4 wires at the default k = 3 (addNow), and splitPays
+// prices it by Branching::work. The long 16-wire circuit (H, T, CNOT chain, RZ; benchmark
+// section 6), in-process, one thread, CPU time, alternated: 6.7-7.0 ms against 8.1-8.3 ms
+// without (COFACTOR_FUSION_HADAMARD=0, or main); SEL forward n = 16 unchanged (0.82 / 0.84 ms).
 #pragma once
 
 #include <cstdint>

@@ -33,7 +33,9 @@ def _program(rng, n: int, length: int, measure: bool, spoil: float):
             continue
         if r < spoil:
             if rng.random() < 0.3:
-                prog.append(("unitary", unitary_group.rvs(2, random_state=rng), [int(rng.integers(n))]))
+                prog.append(
+                    ("unitary", unitary_group.rvs(2, random_state=rng), [int(rng.integers(n))])
+                )
             else:
                 prog.append(("gate", _SPOILERS[int(rng.integers(len(_SPOILERS)))]))
             continue
@@ -82,7 +84,9 @@ def _set(monkeypatch, fusion: bool, qubits: int = 3, hadamard: bool = True) -> N
 
 
 @pytest.mark.parametrize("n", [5, 8])
-@pytest.mark.parametrize("measure,shots,spoil", [(False, 0, 0.0), (False, 0, 0.05), (True, 40, 0.03)])
+@pytest.mark.parametrize(
+    "measure,shots,spoil", [(False, 0, 0.0), (False, 0, 0.05), (True, 40, 0.03)]
+)
 def test_hadamard_blocks_match_unfused(rt, monkeypatch, n, measure, shots, spoil):
     rng = np.random.default_rng(100 * n + 10 * int(measure) + int(100 * spoil))
     prog = _program(rng, n, 160, measure, spoil)
