@@ -210,6 +210,28 @@ void applyMatrix(cplx *sv, int n, std::vector<cplx> M, const int64_t *wires, int
     applyFusedDense(sv, n, M.data(), wires, q);
 }
 
+void Branching::join(const Branching &other) {
+    bits += other.bits;
+    fresh |= other.fresh;
+    hadamard = hadamard && other.hadamard;
+    hadamardWires |= other.hadamardWires;
+    entered |= other.entered;
+}
+
+bool Branching::hadamardKernel(const int64_t *wires, size_t count, int n) const {
+    if (!hadamard || count < 2 || count > size_t(kHadamardQubits) || __builtin_popcountll(hadamardWires) < 2) return false;
+    for (size_t i = 0; i < count; ++i)
+        if (bitOf(n, wires[i]) < 2) return false; // inside an AVX-512 vector: not streamable
+    return true;
+}
+
+double Branching::work(const int64_t *wires, size_t count, int n) const {
+    // Hadamard-phase kernel: Din, one add per Hadamard wire, Dout per vector, in units of
+    // the dense kernel's complex FMAs (two vector operations each): 3 + |S| / 2
+    if (hadamardKernel(wires, count, n)) return 3 + 0.5 * double(__builtin_popcountll(hadamardWires));
+    return double(uint64_t(1) << std::min<size_t>(size_t(bits), count));
+}
+
 void Branching::note(const Operation &op, const int64_t *w, int nw) {
     uint64_t touched = 0;
     for (int i = 0; i < nw; ++i) touched |= uint64_t(1) << (w[i] & 63);
@@ -219,6 +241,17 @@ void Branching::note(const Operation &op, const int64_t *w, int nw) {
         const Canonical c = canonicalGate(op.gateId);
         shape = shapeOf(c.base);
         targets -= c.builtinCtrls;
+    }
+    // (the Hadamard-phase walk: monomial gates on several wires, or X, fix the wires' one-wire
+    // factor; a Hadamard must come before, and only one per wire)
+    const bool isHadamard = op.kind == Operation::Kind::Gate && nw == 1 && canonicalGate(op.gateId).base == CF_GATE_Hadamard;
+    if (isHadamard) {
+        if ((hadamardWires | entered) & touched) hadamard = false;
+        hadamardWires |= touched;
+    } else if (shape == Shape::Dense) {
+        hadamard = false;
+    } else if (nw > 1 || shape == Shape::PermX || shape == Shape::Swap) {
+        entered |= touched;
     }
     switch (shape) {
     case Shape::Identity:

@@ -35,6 +35,7 @@ void GateFuser::configure(int n) {
     const int k = std::clamp(envInt("COFACTOR_FUSION_QUBITS", fallback), 1, kMaxFusionQubits);
     maxQubits_ = on && n >= minQubits ? k : 0;
     lightCone_ = envInt("COFACTOR_FUSION_LIGHT_CONE", 1) != 0;
+    hadamard_ = envInt("COFACTOR_FUSION_HADAMARD", 1) != 0; // (applyHadamardBlock)
     // splitPays' cost of a pass, in FMAs per amplitude: 1 (measured in-process, one thread,
     // CPU time, 12 alternated batches, default against -1 = never split: the long 16-wire
     // circuit 11.71 / 12.32 ms, SEL forward n = 16 1.19 / 1.24 ms, n = 20 23.7 / 23.8 ms;
@@ -261,6 +262,7 @@ void GateFuser::applyBlock(cplx *sv, int n, const Block &b) {
     }
     for (int pos = 0; pos < q; ++pos)
         if (has[pos]) enter(pos);
+    if (!tiled && hadamard_ && applyHadamardBlock(sv, n, M, b.wires.data(), q, pool_.data(), b.ops.data(), b.ops.size())) return;
     if (!tiled) return applyMatrix(sv, n, std::move(M), b.wires.data(), q);
     ready_.push_back(tiles::matrixStep(std::move(M), b.wires.data(), q, n, tileQubits_));
 }
@@ -285,26 +287,28 @@ void GateFuser::replayQueue(cplx *sv, int n) {
     for (size_t i = 0; i < total; ++i) addNow(sv, n, queue_[i]);
 }
 
-bool GateFuser::splitPays(const size_t *hits, size_t count, size_t applied, const Operation &op, const int64_t *w, int nw) const {
+bool GateFuser::splitPays(const size_t *hits, size_t count, size_t applied, const Operation &op, const int64_t *w, int nw, int n) const {
     Branching merged, rest;
-    int mergedWires = nw, restWires = nw; // the union's wires (a block's not among op's)
+    int64_t mergedWires[kMaxQubits], restWires[kMaxQubits]; // the unions' wires
+    size_t nm = 0, nr = 0;
+    for (int j = 0; j < nw; ++j) mergedWires[nm++] = restWires[nr++] = w[j];
     for (size_t h = 0; h < count; ++h) {
         const Block &b = blocks_[hits[h]];
-        int extra = 0;
-        for (int64_t x : b.wires) extra += std::find(w, w + nw, x) == w + nw;
-        merged.bits += b.branching.bits;
-        merged.fresh |= b.branching.fresh;
-        mergedWires += extra;
-        if (hits[h] == applied) continue;
-        rest.bits += b.branching.bits;
-        rest.fresh |= b.branching.fresh;
-        restWires += extra;
+        merged.join(b.branching);
+        if (hits[h] != applied) rest.join(b.branching);
+        for (int64_t x : b.wires) {
+            if (std::find(w, w + nw, x) != w + nw) continue;
+            mergedWires[nm++] = x;
+            if (hits[h] != applied) restWires[nr++] = x;
+        }
     }
     merged.note(op, w, nw);
     rest.note(op, w, nw);
-    auto work = [](const Branching &b, size_t wires) { return double(uint64_t(1) << std::min<size_t>(size_t(b.bits), wires)); };
     const Block &a = blocks_[applied];
-    return work(a.branching, a.wires.size()) + passCost_ + work(rest, size_t(restWires)) < work(merged, size_t(mergedWires));
+    Branching alone = a.branching;
+    if (!hadamard_) merged.hadamard = rest.hadamard = alone.hadamard = false; // dense kernels' work
+    const double apart = alone.work(a.wires.data(), a.wires.size(), n) + passCost_ + rest.work(restWires, nr, n);
+    return apart < merged.work(mergedWires, nm, n);
 }
 
 void GateFuser::addNow(cplx *sv, int n, const Operation &op) {
@@ -361,7 +365,23 @@ void GateFuser::addNow(cplx *sv, int n, const Operation &op) {
         blocks_[i] = Block();
         applyBlock(sv, n, b);
     };
-    while (unionSize() > maxQubits_)
+    // a union that would be a Hadamard-phase block (applyHadamardBlock) may be wider
+    int limit = maxQubits_;
+    if (hadamard_ && maxQubits_ >= 2 && maxQubits_ < kHadamardQubits && unionSize() <= kHadamardQubits) {
+        Branching joined;
+        int64_t unionWires[kMaxQubits];
+        size_t nu = 0;
+        for (int j = 0; j < nw; ++j) unionWires[nu++] = w[j];
+        for (size_t i : hit) {
+            joined.join(blocks_[i].branching);
+            for (int64_t x : blocks_[i].wires)
+                if (std::find(w, w + nw, x) == w + nw) unionWires[nu++] = x;
+        }
+        joined.note(op, w, nw);
+        // (a tiled block takes the dense tile step, not the Hadamard kernel)
+        if (joined.hadamardKernel(unionWires, nu, n) && !tileable(n, unionWires, int(nu))) limit = kHadamardQubits;
+    }
+    while (unionSize() > limit)
         applyHit(std::max_element(hit.begin(), hit.end(), [&](size_t a, size_t b) {
             return blocks_[a].wires.size() < blocks_[b].wires.size();
         }));
@@ -374,7 +394,7 @@ void GateFuser::addNow(cplx *sv, int n, const Operation &op) {
             return x.branching.bits < y.branching.bits;
         });
         for (size_t j = 0; j < hit.count; ++j)
-            if (splitPays(hit.idx, hit.count, order[j], op, w, nw)) {
+            if (splitPays(hit.idx, hit.count, order[j], op, w, nw, n)) {
                 applyHit(std::find(hit.begin(), hit.end(), order[j]));
                 break;
             }
@@ -392,8 +412,7 @@ void GateFuser::addNow(cplx *sv, int n, const Operation &op) {
         drop[i] = true;
         merged.wires.insert(merged.wires.end(), blocks_[i].wires.begin(), blocks_[i].wires.end());
         merged.ops.insert(merged.ops.end(), blocks_[i].ops.begin(), blocks_[i].ops.end());
-        merged.branching.bits += blocks_[i].branching.bits;
-        merged.branching.fresh |= blocks_[i].branching.fresh;
+        merged.branching.join(blocks_[i].branching);
     }
     for (int j = 0; j < nw; ++j)
         if (std::find(merged.wires.begin(), merged.wires.end(), w[j]) == merged.wires.end()) merged.wires.push_back(w[j]);

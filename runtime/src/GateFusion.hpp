@@ -44,6 +44,16 @@
 // kernel) and from pure-CNOT blocks (denseK); with the lane kernel and permutation blocks on
 // the stream kernel (FusedKernels.inc), k = 3 beats k = 2 from n = 16 (in-process A/B, one
 // thread, k=3/k=2: long circuit 0.93x, SEL n=16 0.94-0.96x, n=18 0.77-0.80x; runtime/README.md).
+//
+// Session 18: Hadamard-phase blocks. A block of Hadamards (at most one per wire, before any
+// operation on several wires touches the wire), diagonal gates and permutations (CNOT, SWAP,
+// X, Toffoli, CZ) is M = Dout P H_S Din; HadamardBlocks.cpp checks that factorisation against
+// M and applies it with the butterfly kernel (FusedKernels.inc, hadamardBlocks): an add per
+// Hadamard wire and two complex scales per amplitude, instead of 2^|S| complex FMAs. Such a
+// union may grow to kHadamardQubits = 4 wires at the default k = 3 (addNow), and splitPays
+// prices it by Branching::work. The long 16-wire circuit (H, T, CNOT chain, RZ; benchmark
+// section 6), in-process, one thread, CPU time, alternated: 6.7-7.0 ms against 8.1-8.3 ms
+// without (COFACTOR_FUSION_HADAMARD=0, or main); SEL forward n = 16 unchanged (0.82 / 0.84 ms).
 #pragma once
 
 #include <cstdint>
@@ -66,6 +76,14 @@ constexpr int kTileMinQubits = 20;     // smaller states (16 MiB) stay in the L3
 // k = 2 when the lowest bit of `wires` is at least 2), one pass with the matrix in cache
 // (FusedKernels.inc; defined in StateVector.cpp per ISA).
 void applyFusedDense(cplx *sv, int n, const cplx *M, const int64_t *wires, int k);
+
+// sv = Dout P H_S Din sv on `wires` (2 <= k <= 4): Din and Dout diagonal (dout[i] is the
+// factor of the amplitude stored at local index perm[i], Hadamard normalisation included),
+// H_S the (unnormalised) Hadamards on the local bits of smask, P the permutation that moves
+// local index i to perm[i] (FusedKernels.inc). Returns false, touching nothing, where this
+// ISA has no such kernel for the block (a wire inside a vector, or fewer than 2 bits in smask).
+bool applyHadamardPhase(cplx *sv, int n, const int64_t *wires, int k, int smask, const int *perm, const cplx *din,
+                        const cplx *dout, bool hasDin);
 
 // sv[j] = thi[i >> h] tlo[i & (2^h - 1)], i = lhi[j >> h] ^ llo[j & (2^h - 1)], for all 2^n
 // amplitudes (identity: i = j): the product prefix's state (FusedKernels.inc).
@@ -102,6 +120,12 @@ void permuteLinear(cplx *dst, const cplx *src, int n, const uint64_t *image);
 // sv = M sv, M dense on the q wires: by the diagonal, permutation, 1-2 wire or fused kernel.
 void applyMatrix(cplx *sv, int n, std::vector<cplx> M, const int64_t *wires, int q);
 
+// Applies the block (its operations pool[ops[0]], ... in order, its dense matrix M on
+// `wires`) by the Hadamard-phase kernel when M = Dout P H_S Din (HadamardBlocks.cpp) with at
+// least two Hadamard wires, and returns whether it did. COFACTOR_FUSION_HADAMARD=0: never.
+bool applyHadamardBlock(cplx *sv, int n, const std::vector<cplx> &M, const int64_t *wires, int q, const Operation *pool,
+                        const uint32_t *ops, size_t count);
+
 // A block's branching: an upper bound b on log2 of the nonzeros per column of its matrix
 // (the stream kernel's work per amplitude grows with them: 2^b FMAs per amplitude for the
 // typical block, FusedKernels.inc), kept per block from its gates' kinds alone (no matrix).
@@ -110,12 +134,27 @@ void applyMatrix(cplx *sv, int n, std::vector<cplx> M, const int64_t *wires, int
 // permutation touching it (`fresh`) keeps the support closed under flipping it, so a further
 // one-wire mixing gate on it does not grow b (H T RZ on a wire: b = 1); diagonal gates change
 // no support; a permutation of several wires (CNOT, SWAP, Toffoli) breaks that closure.
+//
+// It also tracks whether the block may be a Hadamard-phase block (applyHadamardBlock), from
+// the gates' kinds as that check walks them: Hadamards on wires that had none and no
+// operation on several wires yet, diagonal gates, and permutations (CNOT, SWAP, X, Toffoli,
+// CZ); its work is then linear in its Hadamard wires (work below).
 struct Branching {
     int bits = 0;
     uint64_t fresh = 0; // bit w: wire w (w < 64)
+    bool hadamard = true;
+    uint64_t hadamardWires = 0, entered = 0; // (as fresh)
     // takes op, on the local wires w (nw of them)
     void note(const Operation &op, const int64_t *w, int nw);
+    // the union of two blocks on disjoint wires
+    void join(const Branching &other);
+    // Whether the block (on `wires` of a register of n qubits) would take the Hadamard-phase
+    // kernel: then a width of up to kHadamardQubits pays.
+    bool hadamardKernel(const int64_t *wires, size_t count, int n) const;
+    // the kernel's work per amplitude, in complex FMAs (GateFuser::splitPays)
+    double work(const int64_t *wires, size_t count, int n) const;
 };
+constexpr int kHadamardQubits = 4; // the widest Hadamard-phase block the fuser builds
 } // namespace fusion
 
 class GateFuser {
@@ -177,7 +216,7 @@ class GateFuser {
     // they would make dense. The long 16-wire circuit of benchmark section 6: per round one
     // dense block and one 2-wire block become one 4-group block.
     // COFACTOR_FUSION_PASS_COST: a pass's cost in FMAs per amplitude (< 0: never split).
-    bool splitPays(const size_t *hits, size_t count, size_t applied, const Operation &op, const int64_t *w, int nw) const;
+    bool splitPays(const size_t *hits, size_t count, size_t applied, const Operation &op, const int64_t *w, int nw, int n) const;
     double passCost_ = -1;
     void flushAll(cplx *sv, int n);
     // The fusion proper: op joins the pending blocks, which are applied as they must be.
@@ -189,6 +228,7 @@ class GateFuser {
     // queued. COFACTOR_FUSION_LIGHT_CONE=0: every operation goes to addNow at once.
     void replayQueue(cplx *sv, int n);
     bool lightCone_ = true;
+    bool hadamard_ = true; // COFACTOR_FUSION_HADAMARD: blocks may take applyHadamardBlock
     // The queue is what an earlier flushForZWords left (no gate queued since): a further one
     // applies it all instead of walking it again. The light cone pays when one expval reads
     // the state; with an expval per wire (qml.expval(Z(w)) for every w) each would apply a

@@ -182,6 +182,10 @@ void marginalProbs(const cplx *sv, int n, const int64_t *wires, int k, double *o
 void applyFusedDense(cplx *sv, int n, const cplx *M, const int64_t *wires, int k) {
     CF_DISPATCH(fused::applyDense(sv, n, M, wires, k));
 }
+bool applyHadamardPhase(cplx *sv, int n, const int64_t *wires, int k, int smask, const int *perm, const cplx *din,
+                        const cplx *dout, bool hasDin) {
+    CF_DISPATCH(fused::applyHadamardPhase(sv, n, wires, k, smask, perm, din, dout, hasDin));
+}
 void gatherLinear(cplx *dst, const cplx *src, int n, int h, const uint64_t *llo, const uint64_t *lhi) {
     CF_DISPATCH(fused::gatherLinear(dst, src, n, h, llo, lhi));
 }

@@ -105,6 +105,7 @@ def _dense_three_wire_blocks(pass_cost: str) -> int:
         COFACTOR_FUSION_MIN_QUBITS="0",
         COFACTOR_FUSION_QUBITS="3",
         COFACTOR_FUSION_PASS_COST=pass_cost,
+        COFACTOR_FUSION_HADAMARD="0",  # the rule on dense blocks (these are Hadamard blocks)
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert abs(float(proc.stdout.split()[-1]) - 1) < 1e-12
