@@ -166,6 +166,9 @@ class AdjointFuser {
     // Queued steps on the low `qubits` bits only are applied chunk by chunk of 2^qubits
     // amplitudes (0: never; see above).
     void setChunkQubits(int qubits) { chunkQubits_ = qubits; }
+    // Sweeps whose derivative matrices are all anti-Hermitian take antiHermitianSums (fewer
+    // multiply-adds) instead of the full cross sums (false: always the full sums).
+    void setAntiHermitianSums(bool on) { antiHermitian_ = on; }
     // The tape starts from |0...0> with one-wire gates, the operations before `end` (a
     // pointer into the same tape as add's operations): at the first flush after the walk
     // reached them, phi is their product state, which write(phi) writes in one pass instead
@@ -223,6 +226,7 @@ class AdjointFuser {
     Walk walk_;
     int maxQubits_, minSweep_;
     int chunkQubits_ = kAdjointChunkQubits;
+    bool antiHermitian_ = true;
     std::vector<Block> blocks_;
     std::vector<Step> queue_;
 
