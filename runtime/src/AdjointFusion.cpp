@@ -32,6 +32,16 @@ Matrix multiply(const Matrix &a, const Matrix &b, size_t D) {
     return out;
 }
 
+// G (2 x 2) is anti-Hermitian up to rounding: its Hermitian part (G + G^dagger) / 2 at most
+// 1e-13 of its largest element, so that leaving it out changes a derivative by no more than
+// rounding does (antiHermitianSums, StateVector.hpp)
+bool isAntiHermitian(const Matrix &G) {
+    double scale = 0;
+    for (const cplx &g : G) scale = std::max(scale, std::abs(g));
+    const double tol = 1e-13 * scale;
+    return std::abs(G[0].real()) <= tol && std::abs(G[3].real()) <= tol && std::abs(G[2] + std::conj(G[1])) <= 2 * tol;
+}
+
 Matrix dagger(const Matrix &a, size_t D) {
     Matrix out(D * D);
     for (size_t r = 0; r < D; ++r)
@@ -318,6 +328,26 @@ void AdjointFuser::sweep() {
         return;
     }
     writePendingPhi();
+    if (antiHermitian_ && std::all_of(derivs.begin(), derivs.end(), [](const Derivative &d) {
+            return isAntiHermitian(d.G);
+        })) {
+        const size_t m = bits.size();
+        std::vector<cplx> C(m);
+        std::vector<double> D(m);
+        for (size_t l = 0; l < walk_.lambdas.size(); ++l) {
+            double imTotal = 0;
+            antiHermitianSums(walk_.phi, walk_.lambdas[l], walk_.n, bits.data(), int(m), C.data(), D.data(), &imTotal);
+            for (size_t i = 0; i < derivs.size(); ++i) {
+                const Matrix &G = derivs[i].G;
+                const size_t k = wireOf[i];
+                const double el = (G[1] * C[k]).real() - G[0].imag() * (imTotal - D[k]) - G[3].imag() * D[k];
+                walk_.record(*derivs[i].op, derivs[i].j, l, 2.0 * el);
+            }
+        }
+        for (const Derivative &d : derivs) done_.insert(d.op);
+        for (Block *b : pending) b->trainable = false;
+        return;
+    }
     for (size_t l = 0; l < walk_.lambdas.size(); ++l) {
         crossSums(walk_.phi, walk_.lambdas[l], walk_.n, bits.data(), int(bits.size()), S.data());
         for (size_t i = 0; i < derivs.size(); ++i) {

@@ -355,6 +355,9 @@ void StateVectorDevice::adjointJacobian(const std::vector<Operation> &tape, int6
                 {n_ / 2, tlo.data(), thi.data(), productSweepOn ? factors : std::vector<cplx>{}});
         // COFACTOR_ADJOINT_CHUNK_QUBITS: the chunks of the queued steps' groups (0: none)
         if (const char *k = std::getenv("COFACTOR_ADJOINT_CHUNK_QUBITS"); k && *k) fuser.setChunkQubits(std::atoi(k));
+        // COFACTOR_ADJOINT_ANTIHERMITIAN_SUMS=0: sweeps take the full cross sums (A/B timings, tests)
+        if (const char *k = std::getenv("COFACTOR_ADJOINT_ANTIHERMITIAN_SUMS"); k && *k && std::atoi(k) == 0)
+            fuser.setAntiHermitianSums(false);
         // operations before the first trainable one change no derivative: the walk ends there
         // (nor do those outside the light cone: skipped)
         size_t lastWalked = firstTrainable;

@@ -200,6 +200,10 @@ bool adjointStep(cplx *phi, cplx *lambda, int n, const GateMatrix &uInv, const G
 void crossSums(const cplx *phi, const cplx *lambda, int n, const int *bits, int m, cplx *S) {
     CF_DISPATCH(crossSums(phi, lambda, n, bits, m, S));
 }
+void antiHermitianSums(const cplx *phi, const cplx *lambda, int n, const int *bits, int m, cplx *C, double *D,
+                       double *imTotal) {
+    CF_DISPATCH(antiHermitianSums(phi, lambda, n, bits, m, C, D, imTotal));
+}
 void productSums(const cplx *lambda, int n, int h, const cplx *tlo, const cplx *thi, const int *bits, int m,
                  cplx *diag, cplx *total) {
     CF_DISPATCH(productSums(lambda, n, h, tlo, thi, bits, m, diag, total));

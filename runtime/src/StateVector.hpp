@@ -158,6 +158,13 @@ bool adjointStep(cplx *phi, cplx *lambda, int n, const GateMatrix &uInv, const G
 // bit bits[w] of i clear of conj(lambda_(i + r 2^bits[w])) phi_(i + c 2^bits[w]), so that
 // <lambda| G |phi> = sum_rc G_rc S[4w + 2r + c] for any 2x2 G on that bit. Read only.
 void crossSums(const cplx *phi, const cplx *lambda, int n, const int *bits, int m, cplx *S);
+// What Re sum_rc G_rc S[4w + 2r + c] needs when G is anti-Hermitian (G_10 = -conj G_01, G_00
+// and G_11 imaginary: every derivative matrix of a unitary gate family, as the adjoint walk's):
+// C[w] = S_01 - conj(S_10), D[w] = Im S_11 and imTotal = Im <lambda|phi>; then
+// Re sum_rc G_rc S_rc = Re(G_01 C) - Im(G_00) (imTotal - D) - Im(G_11) D. Read only, fewer
+// multiply-adds than crossSums (CrossSums.inc).
+void antiHermitianSums(const cplx *phi, const cplx *lambda, int n, const int *bits, int m, cplx *C, double *D,
+                       double *imTotal);
 // The same where phi is the product state tlo[i_lo] thi[i_hi] (i_lo: the low h bits of i;
 // writeProductState's tables), phi not written: diag[w] = sum over i with bit bits[w] set of
 // conj(lambda_i) phi_i, total = <lambda|phi>. One read of lambda.

@@ -223,3 +223,31 @@ def test_product_sweep_sel_matches_pennylane(rt, monkeypatch):
     np.testing.assert_allclose(jac, expected, atol=1e-10, rtol=0)
     np.testing.assert_allclose(cross, expected, atol=1e-10, rtol=0)
     assert not np.array_equal(jac, cross)  # the product path was taken
+
+
+@pytest.mark.parametrize(("n", "seed"), [(12, 21), (13, 22)])
+def test_antihermitian_sums_match_pennylane(rt, monkeypatch, n, seed):
+    """The sweeps' anti-Hermitian sums (CrossSums.inc, antiHermitianSums: C = S_01 -
+    conj(S_10), D = Im S_11, Im of the total) against the full cross sums
+    (COFACTOR_ADJOINT_ANTIHERMITIAN_SUMS=0) and PennyLane: the random layered circuits
+    (controls, adjoints, every one-wire kind, several observables) and an SEL-like one whose
+    swept wires lie on the lane bits, inside tiles and across them, in pairs and alone (13
+    wires: an odd count above the lanes)."""
+    for name in ("FUSION", "FUSION_QUBITS", "ADJOINT_PRODUCT_SWEEP", "ADJOINT_ANTIHERMITIAN_SUMS"):
+        monkeypatch.delenv(f"COFACTOR_{name}", raising=False)
+    monkeypatch.setenv("COFACTOR_FUSION_MIN_QUBITS", "0")
+    rng = np.random.default_rng(seed)
+    sel = []
+    for layer in range(3):
+        sel += [_rot(w, rng) for w in range(n)]
+        sel += [("CNOT", [], [w, (w + layer + 1) % n], False, [], []) for w in range(n)]
+    for ops in (_program(n, 3, seed), sel):
+        jac = _runtime_jacobian(rt, n, ops, seed)
+        monkeypatch.setenv("COFACTOR_ADJOINT_ANTIHERMITIAN_SUMS", "0")
+        full = _runtime_jacobian(rt, n, ops, seed)
+        monkeypatch.delenv("COFACTOR_ADJOINT_ANTIHERMITIAN_SUMS")
+        expected = _pennylane_jacobian(n, ops, seed)
+        assert np.max(np.abs(expected)) > 1e-2
+        np.testing.assert_allclose(jac, expected, atol=1e-10, rtol=0)
+        np.testing.assert_allclose(full, expected, atol=1e-10, rtol=0)
+        assert not np.array_equal(jac, full)  # the anti-Hermitian sums were taken
