@@ -24,7 +24,7 @@ import pennylane as qml
 from pennylane.ops.qubit.observables import BasisStateProjector
 
 from cofactor.tracing import context
-from cofactor.tracing.numpy_entry import holds_traced
+from cofactor.tracing.host_arrays import holds_traced
 
 
 def _basis_state_init(original: Any) -> Any:

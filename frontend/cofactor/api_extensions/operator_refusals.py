@@ -17,15 +17,7 @@ import pennylane as qml
 
 from cofactor.errors import CompileError
 from cofactor.tracing import context
-
-
-def holds_traced(x: Any) -> bool:
-    # (numpy_entry imported here, not at the top: numpy_entry lists this module's
-    # intercepts when it is imported)
-    from cofactor.tracing.numpy_entry import holds_traced
-
-    return holds_traced(x)
-
+from cofactor.tracing.host_arrays import holds_traced
 
 _BLOCK_ENCODE = (
     "qml.BlockEncode of a traced matrix: PennyLane normalises the matrix by its operator "

@@ -301,3 +301,15 @@ def _register_with_autoray() -> None:
 
 
 _register_with_autoray()
+
+
+def holds_traced(x: Any) -> bool:
+    """A traced value: a Tracer, a traced scalar, a host array that became traced, or a
+    list/tuple holding one."""
+    from cofactor.tracing.tracer import Scalar, Tracer
+
+    if isinstance(x, Tracer | Scalar):
+        return True
+    if isinstance(x, HostArray):
+        return x._tracer is not None
+    return isinstance(x, list | tuple) and any(holds_traced(v) for v in x)

@@ -27,19 +27,9 @@ from typing import Any
 import numpy as np
 
 from cofactor.tracing import context, pennylane_numpy
+from cofactor.tracing.host_arrays import holds_traced
 
 _LOCAL = threading.local()
-
-
-def holds_traced(x: Any) -> bool:
-    from cofactor.tracing.host_arrays import HostArray
-    from cofactor.tracing.tracer import Scalar, Tracer
-
-    if isinstance(x, Tracer | Scalar):
-        return True
-    if isinstance(x, HostArray):
-        return x._tracer is not None
-    return isinstance(x, list | tuple) and any(holds_traced(v) for v in x)
 
 
 def _traced_input(x: Any, dtype: Any, kwargs: dict) -> bool:
