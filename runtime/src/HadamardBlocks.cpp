@@ -1,6 +1,6 @@
 // Hadamard-phase blocks (GateFusion.hpp's applyHadamardBlock): a fused block whose matrix is
 // M = Dout P H_S Din -- diagonals, Hadamards on some wires, a permutation -- goes to the
-// butterfly kernel (FusedKernels.inc's hadamardBlocks) instead of the dense stream kernel:
+// butterfly kernel (HadamardKernels.inc's hadamardBlocks) instead of the dense stream kernel:
 // the long 16-wire circuit of benchmark section 6 (H, T, a CNOT chain, RZ on every wire) is
 // made of such blocks, and a butterfly stage costs one add per amplitude where the dense
 // product over |S| Hadamard wires costs 2^|S| complex multiplies.

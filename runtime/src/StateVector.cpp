@@ -89,6 +89,7 @@ namespace isa_base {
 #include "AdjointKernels.inc"
 #include "CrossSums.inc"
 #include "FusedKernels.inc"
+#include "HadamardKernels.inc"
 } // namespace isa_base
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -102,6 +103,7 @@ namespace isa_avx2 {
 #include "AdjointKernels.inc"
 #include "CrossSums.inc"
 #include "FusedKernels.inc"
+#include "HadamardKernels.inc"
 } // namespace isa_avx2
 #pragma GCC pop_options
 #pragma GCC push_options
@@ -113,6 +115,7 @@ namespace isa_avx512 {
 #include "AdjointKernels.inc"
 #include "CrossSums.inc"
 #include "FusedKernels.inc"
+#include "HadamardKernels.inc"
 } // namespace isa_avx512
 #pragma GCC pop_options
 #endif
