@@ -70,7 +70,7 @@ KERNELS: dict[str, tuple[str, list[float], Any]] = {
 }
 GOAL = 1.2
 #: cf_rt_kernel_prefetch's modes (runtime/README.md: chosen per CPU, COFACTOR_PREFETCH)
-PREFETCH_MODES = {0: "l1", 1: "l2", 2: "off"}
+PREFETCH_MODES = {0: "l1", 1: "l2", 2: "off", 3: "l1own"}
 
 
 def selected(words: list[str]) -> dict[str, tuple[str, list[float], Any]]:

@@ -212,6 +212,51 @@ template <bool L2> __attribute__((noinline)) void genMix(uint64_t TL, cplx m) {
     });
 }
 
+// Session 19 (Intel Xeon, KVM, AVX-512): the 2x2 mix with the next tile prefetched by kind
+// (KIND 0: prefetchw, 1: prefetcht2, 2: prefetcht0) either as forEachRunAhead's burst (the
+// piece's 32 lines before its 64 amplitudes) or SPREAD (4 lines before each 8 amplitudes):
+// which of "prefetch into L1", "write intent" and "a burst of more lines than L1 has fill
+// buffers" makes the tile ahead slower than no software prefetch on that CPU.
+template <int KIND> __attribute__((always_inline)) inline void pfKind(const void *p) {
+    if (KIND == 0) __builtin_prefetch(p, 1);
+    else if (KIND == 1) __builtin_prefetch(p, 0, 1);
+    else __builtin_prefetch(p, 0, 3);
+}
+template <int KIND, bool SPREAD> __attribute__((noinline)) void kindMix(uint64_t TL, cplx m) {
+    const uint64_t RT = uint64_t(1) << LOWBIT;
+    const double ar = m.real(), ai = m.imag();
+    constexpr uint64_t G = 64, kLines = 2 * G / 4, kSub = 8;
+    for (uint64_t hi = 0; hi < SIZE; hi += 2 * RT)
+        for (uint64_t t = 0; t < RT; t += TL) {
+            // the next tile: this run's next TL amplitudes, or the next run's first
+            const uint64_t nb = t + TL < RT ? hi + t + TL : hi + 2 * RT;
+            double *__restrict a0 = reinterpret_cast<double *>(sv + hi + t);
+            double *__restrict a1 = reinterpret_cast<double *>(sv + hi + t + RT);
+            for (uint64_t b = 0; b < TL; b += G) {
+                const uint64_t first = (b / G) * kLines * 4;
+                auto line = [&](uint64_t l) {
+                    const uint64_t pos = first + 4 * l;
+                    return sv + nb + (pos / TL) * RT + pos % TL;
+                };
+                if (!SPREAD)
+                    for (uint64_t l = 0; l < kLines; ++l) pfKind<KIND>(line(l));
+                for (uint64_t s = b; s < b + G; s += kSub) {
+                    if (SPREAD)
+                        for (uint64_t l = (s - b) / kSub * (kLines * kSub / G); l < (s - b + kSub) / kSub * (kLines * kSub / G); ++l)
+                            pfKind<KIND>(line(l));
+#pragma omp simd
+                    for (uint64_t i = s; i < s + kSub; ++i) {
+                        const double x0r = a0[2 * i], x0i = a0[2 * i + 1], x1r = a1[2 * i], x1i = a1[2 * i + 1];
+                        a0[2 * i] = ar * x0r - ai * x0i + ai * x1r - ar * x1i;
+                        a0[2 * i + 1] = ar * x0i + ai * x0r + ai * x1i + ar * x1r;
+                        a1[2 * i] = ar * x0r - ai * x0i + ar * x1r - ai * x1i;
+                        a1[2 * i + 1] = ar * x0i + ai * x0r + ai * x1i + ar * x1r;
+                    }
+                }
+            }
+        }
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) N = atoi(argv[1]);
     if (argc > 2) LOWBIT = atoi(argv[2]);
@@ -238,6 +283,12 @@ int main(int argc, char **argv) {
         {"2x2 mix: 2 KiB ahead per stream", [&] { mix<1>(LOWBIT, 128, d); }},
         {"2x2 mix: next tile", [&] { genMix<false>(uint64_t(1) << std::min(LOWBIT, 10), d); }},
         {"2x2 mix: next tile, prefetcht2", [&] { genMix<true>(uint64_t(1) << std::min(LOWBIT, 10), d); }},
+        {"2x2 mix: tile, prefetchw burst", [&] { kindMix<0, false>(uint64_t(1) << std::min(LOWBIT, 10), d); }},
+        {"2x2 mix: tile, prefetchw spread", [&] { kindMix<0, true>(uint64_t(1) << std::min(LOWBIT, 10), d); }},
+        {"2x2 mix: tile, prefetcht0 burst", [&] { kindMix<2, false>(uint64_t(1) << std::min(LOWBIT, 10), d); }},
+        {"2x2 mix: tile, prefetcht0 spread", [&] { kindMix<2, true>(uint64_t(1) << std::min(LOWBIT, 10), d); }},
+        {"2x2 mix: tile, prefetcht2 burst", [&] { kindMix<1, false>(uint64_t(1) << std::min(LOWBIT, 10), d); }},
+        {"2x2 mix: tile, prefetcht2 spread", [&] { kindMix<1, true>(uint64_t(1) << std::min(LOWBIT, 10), d); }},
     };
     std::vector<std::vector<double>> ratio(v.size());
     for (int r = 0; r < rounds; ++r) {

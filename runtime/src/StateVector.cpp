@@ -63,13 +63,27 @@ void freeState(void *p, size_t bytes) {
 // there fills L2 only, so many more lines are in flight. The
 // L1 prefetch was tuned in session 10 on an AMD EPYC of family 0x1A (Zen 5), so the L2
 // prefetch is the default on family 0x19 only (Zen 3 and Zen 4; measured on Zen 4) and
-// every other CPU keeps the L1 prefetch. COFACTOR_PREFETCH=l1|l2|off overrides.
+// every other CPU but Intel (below) keeps the L1 prefetch. COFACTOR_PREFETCH=l1|l2|off|l1own
+// overrides.
+//
+// Intel (GenuineIntel; measured on a KVM Xeon with AVX-512, family 6, 2 MiB L2 per core,
+// session 19): l1own, the kernels' own prefetchw but no tile ahead. There the hardware
+// prefetchers keep up with two streams at any stride, and prefetchw one tile ahead cost
+// time. In-process A/B of the kernels benchmark's 26 kernels, one thread
+// (cf_rt_kernel_prefetch switched round by round, 7-9 rounds, median kernel time / paired
+// negation pass): at n = 24 l1 had 2x2 blocks on middle and high wires (Rot, ECR far
+// apart) at 1.38-1.43x and Hadamard, RX, RZ on a middle wire at 1.11-1.14x, off
+// 0.84-0.90x; l2 left Rot middle at 1.21x. But off lost the single-stream kernels' own
+// prefetch at n = 22 (Rot, CRot, ECR on the last wires 0.81-0.82x l1, 0.93-0.99x off) and
+// the four streams' at n = 24 (IsingXX middle 0.83x l1, 0.95x off): l1own keeps both.
 Prefetch kernelPrefetchDefault() {
     const char *env = std::getenv("COFACTOR_PREFETCH");
     if (env && std::string(env) == "l1") return Prefetch::L1Write;
     if (env && std::string(env) == "l2") return Prefetch::L2;
     if (env && std::string(env) == "off") return Prefetch::Off;
-    if (env && *env) std::fprintf(stderr, "cofactor: ignoring COFACTOR_PREFETCH='%s' (expected l1, l2 or off)\n", env);
+    if (env && std::string(env) == "l1own") return Prefetch::L1Own;
+    if (env && *env)
+        std::fprintf(stderr, "cofactor: ignoring COFACTOR_PREFETCH='%s' (expected l1, l2, off or l1own)\n", env);
 #if defined(__x86_64__) && defined(__GNUC__)
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) && ebx == 0x68747541 /* "Auth"enticAMD */ &&
@@ -77,6 +91,7 @@ Prefetch kernelPrefetchDefault() {
         const unsigned family = ((eax >> 8) & 0xF) + ((eax >> 20) & 0xFF);
         if (family == 0x19) return Prefetch::L2;
     }
+    if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) && ebx == 0x756e6547 /* "Genu"ineIntel */) return Prefetch::L1Own;
 #endif
     return Prefetch::L1Write;
 }
@@ -214,10 +229,10 @@ void productSums(const cplx *lambda, int n, int h, const cplx *tlo, const cplx *
 
 } // namespace cf
 
-// Sets the kernels' software prefetch (mode 0: into L1 for writing, 1: into L2, 2: none;
-// StateVector.hpp) when mode >= 0, and returns the mode in force: for in-process A/B timings
+// Sets the kernels' software prefetch (mode 0: into L1 for writing, 1: into L2, 2: none,
+// 3: into L1 only where a kernel prefetches its own streams; StateVector.hpp) when mode >= 0, and returns the mode in force: for in-process A/B timings
 // (benchmarks, runtime/bench); not thread-safe against kernels running at the time.
 extern "C" __attribute__((visibility("default"))) int cf_rt_kernel_prefetch(int mode) {
-    if (mode >= 0 && mode <= 2) cf::gKernelPrefetch = cf::Prefetch(mode);
+    if (mode >= 0 && mode <= 3) cf::gKernelPrefetch = cf::Prefetch(mode);
     return int(cf::gKernelPrefetch);
 }

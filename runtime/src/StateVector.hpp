@@ -131,11 +131,16 @@ void applyPauliWord(const cplx *in, cplx *out, uint64_t size, uint64_t xmask, ui
 void marginalProbs(const cplx *sv, int n, const int64_t *wires, int k, double *out);
 
 // The software prefetch the streaming kernels issue (StateVectorKernels.inc): into L1 for
-// writing (prefetchw, the default before session 12), into L2 only (prefetcht2), or none.
-// Chosen once at load by the CPU (StateVector.cpp, kernelPrefetchDefault), overridable by
-// COFACTOR_PREFETCH=l1|l2|off and, for in-process A/B timings, cf_rt_kernel_prefetch.
-enum class Prefetch : int { L1Write = 0, L2 = 1, Off = 2 };
+// writing (prefetchw, the default before session 12), into L2 only (prefetcht2), none, or
+// (L1Own, session 19) prefetchw only where a kernel prefetches its own streams -- one gapless
+// stream, runs shorter than a piece, four streams -- and none where L1Write fetches the next
+// tile ahead (forEachRunAhead). Chosen once at load by the CPU (StateVector.cpp,
+// kernelPrefetchDefault), overridable by COFACTOR_PREFETCH=l1|l2|off|l1own and, for
+// in-process A/B timings, cf_rt_kernel_prefetch.
+enum class Prefetch : int { L1Write = 0, L2 = 1, Off = 2, L1Own = 3 };
 extern Prefetch gKernelPrefetch;
+// whether the kernels' own per-stream prefetch (prefetchw, kPrefetchAmps ahead) is on
+inline bool ownPrefetchW(Prefetch m) { return m == Prefetch::L1Write || m == Prefetch::L1Own; }
 
 } // namespace cf
 

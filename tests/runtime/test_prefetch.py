@@ -15,7 +15,7 @@ from runtime_child import run_against_runtime
 # (chunked kernels), runs shorter than a piece (bits 2-5), the tile ahead (bits 6-12) and
 # runs of 2^13 amplitudes and more (bits 13-16), with one, two and four streams
 N = 17
-MODES = {"l1": 0, "l2": 1, "off": 2}
+MODES = {"l1": 0, "l2": 1, "off": 2, "l1own": 3}
 
 
 def _ops(rng):
@@ -99,4 +99,32 @@ def test_bad_prefetch_mode_is_reported_and_ignored():
     assert default in MODES.values()
     mode, stderr = _mode_in_new_process("L3")
     assert mode == default
-    assert "COFACTOR_PREFETCH='L3'" in stderr and "l1, l2 or off" in stderr
+    assert "COFACTOR_PREFETCH='L3'" in stderr and "l1, l2, off or l1own" in stderr
+
+
+def _x86_vendor_and_family() -> tuple[str, int] | None:
+    """(vendor_id, family as cpuid reports it) of this machine's first CPU, from Linux's
+    /proc/cpuinfo; None elsewhere."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            fields = dict(
+                (k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in f) if v
+            )
+    except OSError:
+        return None
+    if "vendor_id" not in fields or "cpu family" not in fields:
+        return None
+    return fields["vendor_id"], int(fields["cpu family"])
+
+
+def test_default_prefetch_follows_the_cpu():
+    # the per-CPU choice of StateVector.cpp (kernelPrefetchDefault): l2 on AMD family 0x19,
+    # l1own on Intel (session 19), l1 elsewhere
+    cpu = _x86_vendor_and_family()
+    if cpu is None:
+        pytest.skip("not an x86 Linux machine")
+    vendor, family = cpu
+    expected = {"GenuineIntel": MODES["l1own"]}.get(vendor, MODES["l1"])
+    if vendor == "AuthenticAMD" and family == 0x19:
+        expected = MODES["l2"]
+    assert _mode_in_new_process(None) == (expected, "")
