@@ -116,25 +116,24 @@ def _forward_result_buffers(ctx: context.TraceContext, block: Block, out_args: l
     every use of the buffer can take it instead."""
     if os.environ.get(_RESULT_COPY_ENV) == "1":
         return
-    position = {op: i for i, op in enumerate(block.ops)}
     hoisted = ctx._hoisted.get(id(block), [])
     for ref in out_args:
+        # (exact types: isinstance against xDSL's classes runs ABC checks)
         copy = ref.get_user_of_unique_use()
-        if not isinstance(copy, memref.CopyOp) or copy.parent_block() is not block:
+        if type(copy) is not memref.CopyOp or copy.parent_block() is not block:
             continue
         buf = copy.operands[0]
         alloc = buf.owner
-        if copy.operands[1] is not ref or not isinstance(alloc, memref.AllocOp):
+        if copy.operands[1] is not ref or type(alloc) is not memref.AllocOp:
             continue
         if alloc.parent_block() is not block or alloc.operands or buf.type != ref.type:
             continue  # (operands: dynamic sizes or an alignment)
-        if not all(_harmless_after(use.operation, block, position, position[copy], buf)
-                   for use in buf.uses):  # fmt: skip
+        if not _unchanged_after(copy, buf, block):
             continue
         if buf in hoisted:
             hoisted.remove(buf)
         for use in list(buf.uses):
-            if isinstance(use.operation, memref.DeallocOp):
+            if type(use.operation) is memref.DeallocOp:
                 use.operation.detach()
                 use.operation.erase()
         copy.detach()
@@ -144,17 +143,29 @@ def _forward_result_buffers(ctx: context.TraceContext, block: Block, out_args: l
         alloc.erase()
 
 
-def _harmless_after(op: Any, block: Block, position: dict, copy_at: int, buf: SSAValue) -> bool:
-    """Whether `op`, a user of `buf`, is before the copy at `copy_at` in `block`, or one that
-    leaves `buf` as it is (a load, a copy out of it, its free)."""
-    top = op
-    while top is not None and top.parent_block() is not block:
-        top = top.parent_op()
-    if top is not None and position.get(top, copy_at + 1) <= copy_at:
+def _unchanged_after(copy: Any, buf: SSAValue, block: Block) -> bool:
+    """Whether every user of `buf` that comes after `copy` in `block` (the ops after it:
+    other results' stores, a few at most) leaves `buf` as it is: a load, a copy out of it,
+    its free."""
+    after = set()
+    op = copy.next_op
+    while op is not None:
+        after.add(op)
+        op = op.next_op
+    if not after:
         return True
-    if isinstance(op, memref.CopyOp):
-        return op.operands[0] is buf and op.operands[1] is not buf
-    return isinstance(op, memref.LoadOp | memref.DeallocOp)
+    for use in buf.uses:
+        user = top = use.operation
+        while top is not None and top.parent_block() is not block:
+            top = top.parent_op()
+        if top not in after:
+            continue
+        if type(user) is memref.CopyOp:
+            if user.operands[0] is not buf or user.operands[1] is buf:
+                return False
+        elif type(user) not in (memref.LoadOp, memref.DeallocOp):
+            return False
+    return True
 
 
 _TRACED_INDEX_NOTE = (
