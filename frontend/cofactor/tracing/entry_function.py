@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from xdsl.dialects import memref
-from xdsl.dialects.builtin import UnitAttr
+from xdsl.dialects.builtin import ArrayAttr, StringAttr, UnitAttr
 from xdsl.ir import Block, Region, SSAValue
 
 from cofactor.ir.builder import func_op, memref_type, module_op
@@ -87,11 +87,20 @@ def trace_entry_function(
     out_types = [memref_type(t.shape, t.dtype) for t in out_tracers]
     entry = func_op(symbol, [*in_types, *out_types], Region(block))
     entry.attributes["llvm.emit_c_interface"] = UnitAttr()
+    if os.environ.get(_ENTRY_INLINE_ENV) != "1":
+        # The C interface's wrapper (`_mlir_ciface_<symbol>`) is the only caller: inlined
+        # there, the function's code was generated twice, since the symbol stays (the
+        # gradient of issue 13 once its result is written in place: +1-2 ms of opt and codegen)
+        entry.attributes["passthrough"] = _NOINLINE
     module = module_op([*b.module_ops, entry])
     helpers = [interrupts.helpers(ctx)] if ctx.interrupt_checks else []
     checks = ctx.has_quantum or ctx.runtime_checks
     return TracedModule(module, helpers), out_tree, out_leaves, checks, ctx.has_callbacks
 
+
+#: COFACTOR_ENTRY_INLINE=1: the entry function may be inlined into its C wrapper (as before)
+_ENTRY_INLINE_ENV = "COFACTOR_ENTRY_INLINE"
+_NOINLINE = ArrayAttr([StringAttr("noinline")])
 
 #: COFACTOR_RESULT_COPY=1: every result is computed in a buffer of its own and copied into
 #: the caller's array at the end, as before result buffers were forwarded (for A/B checks)
