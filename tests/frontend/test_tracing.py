@@ -32,7 +32,8 @@ def test_entry_point_signature_is_destination_passing():
     # inputs, then one out-parameter per result; the lambda's name becomes a C identifier
     assert (
         "func.func @lambda(%0: memref<f64>, %1: memref<3xf64>, %2: memref<f64>, "
-        "%3: memref<3xf64>) attributes {llvm.emit_c_interface}" in mlir
+        "%3: memref<3xf64>) attributes {llvm.emit_c_interface, "
+        'passthrough = ["noinline"]}' in mlir
     )
     assert out_leaves == [
         BufferSpec((), np.dtype(np.float64)),

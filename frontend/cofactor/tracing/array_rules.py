@@ -120,6 +120,23 @@ def _product_dtype(ops: list[Operand]) -> np.dtype:
     return normalize_dtype(np.result_type(*[o.dtype for o in ops]))
 
 
+def _contracted_axes_agree(sa: tuple[int, ...], sb: tuple[int, ...], batch: bool) -> bool:
+    """Whether numpy's `matmul` (`batch`: the axes before the last two broadcast) or `dot`
+    accepts operands of shapes `sa` and `sb` (both at least 1-D): the last axis of the first
+    has the length of the second's second-to-last (its only one, when 1-D). Checked on the
+    shapes: calling numpy on zero arrays of these shapes, as before, multiplied them, ~4 M
+    instructions for a 512x512 @ 512 (a third of tracing issue 13's tanh program)."""
+    if sa[-1] != (sb[0] if len(sb) == 1 else sb[-2]):
+        return False
+    if not batch:
+        return True
+    try:
+        np.broadcast_shapes(sa[:-2], sb[:-2])
+    except ValueError:
+        return False
+    return True
+
+
 def matmul(a: Any, b: Any) -> Tracer | None:
     """`a @ b` for 1-D and N-D operands (batch axes broadcast, as numpy)."""
     if not loopable(a, b):
@@ -130,9 +147,7 @@ def matmul(a: Any, b: Any) -> Tracer | None:
     sa, sb = ops[0].shape, ops[1].shape
     if not sa or not sb:
         return None  # numpy's rules raise its error
-    try:
-        np.matmul(np.zeros(sa, np.int8), np.zeros(sb, np.int8))
-    except ValueError:
+    if not _contracted_axes_agree(sa, sb, batch=True):
         return None
     nbatch = max(len(sa), len(sb)) - 2
     batch = _LETTERS[: max(nbatch, 0)]
@@ -153,9 +168,7 @@ def dot(a: Any, b: Any) -> Tracer | None:
     sa, sb = ops[0].shape, ops[1].shape
     if not sa or not sb:
         return ufunc_call(np.multiply, (a, b))
-    try:
-        np.dot(np.zeros(sa, np.int8), np.zeros(sb, np.int8))
-    except ValueError:
+    if not _contracted_axes_agree(sa, sb, batch=False):
         return None
     if len(sa) + len(sb) > len(_LETTERS):
         return None

@@ -7,11 +7,13 @@ tracers to the Python function, and writing every result leaf to an out-paramete
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
-from xdsl.dialects.builtin import UnitAttr
-from xdsl.ir import Block, Region
+from xdsl.dialects import memref
+from xdsl.dialects.builtin import ArrayAttr, StringAttr, UnitAttr
+from xdsl.ir import Block, Region, SSAValue
 
 from cofactor.ir.builder import func_op, memref_type, module_op
 from cofactor.ir.traced import TracedModule, gc_paused
@@ -77,6 +79,7 @@ def trace_entry_function(
         ]
         for t, ref in zip(out_tracers, out_args, strict=True):
             store_tracer(t, ref)
+        _forward_result_buffers(ctx, block, out_args)
         ctx.finish_function(block)
         b.pop()
         if ctx.interrupt_checks:
@@ -84,10 +87,94 @@ def trace_entry_function(
     out_types = [memref_type(t.shape, t.dtype) for t in out_tracers]
     entry = func_op(symbol, [*in_types, *out_types], Region(block))
     entry.attributes["llvm.emit_c_interface"] = UnitAttr()
+    if os.environ.get(_ENTRY_INLINE_ENV) != "1":
+        # The C interface's wrapper (`_mlir_ciface_<symbol>`) is the only caller: inlined
+        # there, the function's code was generated twice, since the symbol stays (the
+        # gradient of issue 13 once its result is written in place: +1-2 ms of opt and codegen)
+        entry.attributes["passthrough"] = _NOINLINE
     module = module_op([*b.module_ops, entry])
     helpers = [interrupts.helpers(ctx)] if ctx.interrupt_checks else []
     checks = ctx.has_quantum or ctx.runtime_checks
     return TracedModule(module, helpers), out_tree, out_leaves, checks, ctx.has_callbacks
+
+
+#: COFACTOR_ENTRY_INLINE=1: the entry function may be inlined into its C wrapper (as before)
+_ENTRY_INLINE_ENV = "COFACTOR_ENTRY_INLINE"
+_NOINLINE = ArrayAttr([StringAttr("noinline")])
+
+#: COFACTOR_RESULT_COPY=1: every result is computed in a buffer of its own and copied into
+#: the caller's array at the end, as before result buffers were forwarded (for A/B checks)
+_RESULT_COPY_ENV = "COFACTOR_RESULT_COPY"
+
+
+def _forward_result_buffers(ctx: context.TraceContext, block: Block, out_args: list) -> None:
+    """Compute results straight into their out-parameters: a result that was computed in a
+    buffer of its own, copied into the caller's array at the end and freed, is written into
+    that array instead (the copy, the buffer and its free go).
+
+    For a large result this saves the copy and the page faults of a second buffer on every
+    call: the gradient of a 512x512 W faulted ~1,540 pages a call, 1,024 of them the shadow's
+    (read from calloc'd zero pages, then copied on write) and the copy's (issue 13).
+
+    The buffer must be a `memref.alloc` at the top of the entry block with the array's type
+    (shape, dtype, row-major layout), and the copy into the array the array's only use, at
+    the top of the block. Every result has been stored when this runs, so nothing writes the
+    buffer after its copy (checked: only loads, copies out of it and its free follow); and
+    the array is the caller's fresh one (launcher.py), no argument's memory, written by
+    nothing but this copy. So the array holds at every point what the buffer held, and
+    every use of the buffer can take it instead."""
+    if os.environ.get(_RESULT_COPY_ENV) == "1":
+        return
+    hoisted = ctx._hoisted.get(id(block), [])
+    for ref in out_args:
+        # (exact types: isinstance against xDSL's classes runs ABC checks)
+        copy = ref.get_user_of_unique_use()
+        if type(copy) is not memref.CopyOp or copy.parent_block() is not block:
+            continue
+        buf = copy.operands[0]
+        alloc = buf.owner
+        if copy.operands[1] is not ref or type(alloc) is not memref.AllocOp:
+            continue
+        if alloc.parent_block() is not block or alloc.operands or buf.type != ref.type:
+            continue  # (operands: dynamic sizes or an alignment)
+        if not _unchanged_after(copy, buf, block):
+            continue
+        if buf in hoisted:
+            hoisted.remove(buf)
+        for use in list(buf.uses):
+            if type(use.operation) is memref.DeallocOp:
+                use.operation.detach()
+                use.operation.erase()
+        copy.detach()
+        copy.erase()
+        buf.replace_all_uses_with(ref)
+        alloc.detach()
+        alloc.erase()
+
+
+def _unchanged_after(copy: Any, buf: SSAValue, block: Block) -> bool:
+    """Whether every user of `buf` that comes after `copy` in `block` (the ops after it:
+    other results' stores, a few at most) leaves `buf` as it is: a load, a copy out of it,
+    its free."""
+    after = set()
+    op = copy.next_op
+    while op is not None:
+        after.add(op)
+        op = op.next_op
+    if not after:
+        return True
+    for use in buf.uses:
+        user = top = use.operation
+        while top is not None and top.parent_block() is not block:
+            top = top.parent_op()
+        if top not in after:
+            continue
+        if type(user) is memref.CopyOp:
+            if user.operands[0] is not buf or user.operands[1] is buf:
+                return False
+        elif type(user) not in (memref.LoadOp, memref.DeallocOp):
+            return False
+    return True
 
 
 _TRACED_INDEX_NOTE = (
