@@ -37,9 +37,46 @@ namespace {
 
 std::mutex compileLock;
 
-/// Where a fatal error inside a compile jumps back to (set only while the lock is held).
-std::jmp_buf *fatalJump = nullptr;
-std::string fatalMessage;
+/// Held while the Enzyme plugin is loaded, and by a compile from the end of its lowering
+/// to its end. The plugin's load (`cofactor_compiler_load_enzyme`, from a thread while the
+/// program is traced: 3-7 ms) then overlaps the lowering of the compile that follows the
+/// tracing instead of delaying its start: the lowering touches no state the load changes
+/// (LLVM's option registry, the code-generation pipeline, the disposal thread's objects).
+/// COFACTOR_COMPILER_SERIAL_ENZYME_LOAD=1: the load holds compileLock instead, as before.
+std::mutex enzymeLock;
+
+/// Whether the running compile holds enzymeLock (read and written under compileLock).
+bool compileHoldsEnzymeLock = false;
+
+bool serialEnzymeLoad() {
+  static const bool serial = [] {
+    const char *value = std::getenv("COFACTOR_COMPILER_SERIAL_ENZYME_LOAD");
+    return value && std::strcmp(value, "1") == 0;
+  }();
+  return serial;
+}
+
+/// Where a fatal error jumps back to: per thread, since a compile and a load of the plugin
+/// may run at once (set only while one of them runs in this thread).
+thread_local std::jmp_buf *fatalJump = nullptr;
+thread_local std::string fatalMessage;
+
+/// CrashRecoveryContext's signal handlers are process-wide: installed while any compile or
+/// load runs, removed when the last one ends (one ending must not leave the other bare).
+std::mutex recoveryUsersLock;
+int recoveryUsers = 0;
+
+void enableRecovery() {
+  std::lock_guard<std::mutex> guard(recoveryUsersLock);
+  if (recoveryUsers++ == 0)
+    llvm::CrashRecoveryContext::Enable();
+}
+
+void disableRecovery() {
+  std::lock_guard<std::mutex> guard(recoveryUsersLock);
+  if (--recoveryUsers == 0)
+    llvm::CrashRecoveryContext::Disable();
+}
 
 void onFatalError(void *, const char *reason, bool) {
   if (!fatalJump)
@@ -168,6 +205,13 @@ int compileLocked(const cofactor_compile_request &request, cofactor_compile_resu
   }
   result->ms[1] = clock.lap();
 
+  // From here on, no load of the plugin runs beside this compile (see enzymeLock); a wait
+  // for one that is under way counts in opt.plugin.
+  // (Released by cofactor_compile on every way out, a fatal error's jump included.)
+  if (!serialEnzymeLoad()) {
+    enzymeLock.lock();
+    compileHoldsEnzymeLock = true;
+  }
   stage = "opt";
   debugCrash(stage);
   Clock optClock;
@@ -259,8 +303,9 @@ extern "C" void cofactor_compiler_warm_up(void) {
   installFatalErrorHandler();
   // Under the compile lock: a compile that another thread starts meanwhile waits, so that
   // what is prepared here (a context, a code-generation pipeline) never races with it (lld
-  // resets LLVM's options at each link).
+  // resets LLVM's options at each link); and under enzymeLock: nor with a load of the plugin.
   std::lock_guard<std::mutex> guard(compileLock);
+  std::lock_guard<std::mutex> noLoad(enzymeLock);
   waitForDisposal();
   initializeLowering();
   initializeCodeGen();
@@ -269,26 +314,32 @@ extern "C" void cofactor_compiler_warm_up(void) {
 
 extern "C" int cofactor_compiler_load_enzyme(int fd) {
   installFatalErrorHandler();
-  std::lock_guard<std::mutex> guard(compileLock);
-  waitForDisposal();
+  // Serial: under the compile lock, as a compile. Else under enzymeLock only: a compile
+  // may lower its module meanwhile; it waits for this load once lowered.
+  bool serial = serialEnzymeLoad();
+  std::unique_lock<std::mutex> guard(serial ? compileLock : enzymeLock);
+  waitForDisposal();  // no compile ends while this lock is held: none starts disposing
   int status = 1;
   std::jmp_buf jump;
   if (setjmp(jump) != 0) {
     fatalJump = nullptr;
+    disableRecovery();
     return 1;  // a fatal LLVM error: the compile that needs the plugin reports its own
   }
   fatalJump = &jump;
-  llvm::CrashRecoveryContext::Enable();
+  enableRecovery();
   llvm::CrashRecoveryContext recovery;
   bool survived = recovery.RunSafely([&] {
     std::string error;
     status = fd >= 0 && ensureEnzymeLoaded(fd, error, /*bindNow=*/true) ? 0 : 1;
     if (status == 0) {
-      warmCodeGenTarget();  // a classical gradient is coming: it is code-generated at -O2
+      // A classical gradient is coming: it is code-generated at -O2. (Under enzymeLock,
+      // which a compile holds from the end of its lowering, so before its code generation.)
+      warmCodeGenTarget();
       prefaultCompilerCode(enzymePluginAddress());  // and lowered and differentiated
     }
   });
-  llvm::CrashRecoveryContext::Disable();
+  disableRecovery();
   fatalJump = nullptr;
   return survived ? status : 2;
 }
@@ -307,11 +358,11 @@ extern "C" int cofactor_compile(const cofactor_compile_request *request,
     fatalJump = &jump;
     // The signal handlers are installed only while a compile runs (under the lock); a
     // signal outside any recovery context is passed on to the previous handler.
-    llvm::CrashRecoveryContext::Enable();
+    enableRecovery();
     llvm::CrashRecoveryContext recovery;
     bool survived =
         recovery.RunSafely([&] { status = compileLocked(*request, result, stage); });
-    llvm::CrashRecoveryContext::Disable();
+    disableRecovery();
     if (survived)
       disposeBatch();
     if (!survived) {
@@ -328,8 +379,13 @@ extern "C" int cofactor_compile(const cofactor_compile_request *request,
     abandonBatch();
     std::string notes = enzymeOutput.stop();
     status = fail(result, stage, notes + "LLVM ERROR: " + fatalMessage + "\n");
+    disableRecovery();
   }
   fatalJump = nullptr;
+  if (compileHoldsEnzymeLock) {
+    compileHoldsEnzymeLock = false;
+    enzymeLock.unlock();
+  }
   compileLock.unlock();
   return status;
 }

@@ -179,6 +179,10 @@ def _check_plugin() -> None:
         pass
 
 
+#: COFACTOR_COMPILER_SERIAL_ENZYME_LOAD=1: the plugin's load waits for a compile under way and
+#: a compile for the load, as before session 19 (read by the library too).
+SERIAL_ENZYME_LOAD_ENV = "COFACTOR_COMPILER_SERIAL_ENZYME_LOAD"
+
 #: The thread that loads the Enzyme plugin while a differentiated function is traced.
 _enzyme_thread: threading.Thread | None = None
 
@@ -191,7 +195,8 @@ def prepare_enzyme() -> None:
     a first compile under load; and the binding of every call it makes into LLVM, which a
     lazy load left to the compile: compiler/README.md, session 17) then overlaps the
     tracing instead of delaying the compile.
-    The load holds the library's lock, so it never runs beside a compile. A failure is
+    The load runs beside a compile's lowering at most (the library waits for it before
+    the compile's optimization, see compiler/Compiler.cpp's enzymeLock). A failure is
     left for the compile that needs the plugin to report; with COFACTOR_PRELOAD=0, or when
     the library is not used, nothing is done ahead."""
     global _enzyme_thread
@@ -220,7 +225,12 @@ def _load_enzyme() -> None:
         fd = opener.open()
         if fd < 0:
             return  # the compile that needs the plugin reports why
-        with _compile_lock:
+        if os.environ.get(SERIAL_ENZYME_LOAD_ENV, "") == "1":
+            with _compile_lock:
+                status = lib.cofactor_compiler_load_enzyme(fd)
+        else:
+            # Not under _compile_lock: the library lets a compile lower its module while
+            # the plugin loads (its own enzymeLock); a fork joins this thread first.
             status = lib.cofactor_compiler_load_enzyme(fd)
     finally:
         opener.close()
