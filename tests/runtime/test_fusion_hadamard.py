@@ -15,6 +15,7 @@ import pytest
 from isa_child import assert_passes_at_isa
 from runtime_child import RUNTIME_SCRIPT_PRELUDE, run_traced
 from scipy.stats import unitary_group
+from test_fusion_split import _chain_rounds
 
 # one-wire gates that make a wire a Hadamard wire (or keep it one), diagonals, permutations
 _H_LIKE = ["Hadamard"]
@@ -104,19 +105,6 @@ def test_hadamard_blocks_match_unfused(rt, monkeypatch, n, measure, shots, spoil
                 np.testing.assert_array_equal(got[3], ref[3])
 
 
-def _long_rounds(rt, n: int, rounds: int, x) -> None:
-    """The long circuit of benchmark section 6: H, T, a CNOT chain, RZ on every wire."""
-    for r in range(rounds):
-        for w in range(n):
-            rt.gate("Hadamard", [], [w])
-        for w in range(n):
-            rt.gate("T", [], [w])
-        for w in range(n - 1):
-            rt.gate("CNOT", [], [w, w + 1])
-        for w in range(n):
-            rt.gate("RZ", [x[w] * (r + 1)], [w])
-
-
 def test_long_circuit_matches_pennylane(rt, monkeypatch):
     import pennylane as qml
 
@@ -143,7 +131,7 @@ def test_long_circuit_matches_pennylane(rt, monkeypatch):
         _set(monkeypatch, True, qubits)
         rt.acquire(n)
         rt.pauli_rot(0.3, "XY", [0, n - 1])
-        _long_rounds(rt, n, rounds, x)
+        _chain_rounds(rt, n, rounds, x)
         np.testing.assert_allclose(rt.state(), want, atol=1e-12, rtol=0, err_msg=f"k={qubits}")
 
 
