@@ -72,3 +72,38 @@ def test_counts_of_a_mid_circuit_measurement_expression_is_refused_without_blami
     compiled = cofactor.qjit(qml.QNode(circuit, dev, mcm_method="one-shot"))
     with pytest.raises(cofactor.CompileError, match=r"counts of an arithmetic .*nor by Catalyst"):
         compiled(0.4)
+
+
+def test_flip_sign_of_a_traced_integer_is_refused_by_name_and_the_workarounds_run():
+    # FlipSign picks its gates from the bits of n in Python: a traced n raised "iteration
+    # over a 0-d traced value"; the error now names the operation and the two ways out,
+    # which both give PennyLane's states
+    dev = qml.device("default.qubit", wires=3)
+
+    def prepare():
+        for w in range(3):
+            qml.Hadamard(w)
+
+    @qml.qnode(dev)
+    def flip_sign(n):
+        prepare()
+        qml.FlipSign(n, wires=range(3))
+        return qml.state()
+
+    @qml.qnode(dev)
+    def flip_by_cond(n):
+        prepare()
+        for _ in range(2):
+            for i in range(3):
+                qml.cond(((n >> (2 - i)) & 1) == 0, qml.PauliX)(i)
+            if _ == 0:
+                qml.ctrl(qml.Z(2), control=[0, 1])
+        return qml.state()
+
+    with pytest.raises(cofactor.CompileError, match=r"qml.FlipSign of a traced basis state"):
+        cofactor.qjit(flip_sign)(5)
+    static = cofactor.qjit(flip_sign, static_argnums=0)
+    by_cond = cofactor.qjit(flip_by_cond)
+    for n in range(8):
+        np.testing.assert_allclose(static(n), flip_sign(n), atol=1e-12)
+        np.testing.assert_allclose(by_cond(n), flip_sign(n), atol=1e-12)

@@ -5,6 +5,8 @@ operator nor a way out).
 
 `qml.BlockEncode(A, wires)` normalises A by its operator norm (scipy's `norm(ord=inf)`) and
 completes the unitary with matrix square roots (eigendecompositions) of run-time values.
+`qml.FlipSign(n, wires)` of a traced n picks its gates from the bits of n in Python (the
+alternative was "iteration over a 0-d traced value").
 `qml.qchem.Molecule` (built by `qml.qchem.molecular_hamiltonian` too) of traced coordinates
 computes Gaussian-orbital integrals with scipy's special functions (the alternative was
 "numpy.gammainc is not supported by cofactor's tracer")."""
@@ -56,9 +58,28 @@ def _molecule_init(original: Any) -> Any:
     return init
 
 
+_FLIP_SIGN = (
+    "qml.FlipSign of a traced basis state: PennyLane picks the gates (an X on each wire "
+    "whose bit is 0, the control values of a multi-controlled Z) from the bits of n while "
+    "it builds the circuit, so n must be known when the program is traced. Pass n as a "
+    "static argument (qjit(static_argnums=...)) or a constant; for a run-time n, flip the "
+    "sign of |n> with qml.cond on each bit around a multi-controlled Z"
+)
+
+
+def _flip_sign_init(original: Any) -> Any:
+    def init(self: Any, n: Any, wires: Any, *args: Any, **kwargs: Any) -> None:
+        if context.is_tracing() and holds_traced(n):
+            raise CompileError(_FLIP_SIGN)
+        original(self, n, wires, *args, **kwargs)
+
+    return init
+
+
 def intercepted() -> list[tuple[Any, str, Any]]:
     """The `(owner, attribute, make)` triples `context.intercepts` installs for a trace."""
     return [
         (qml.BlockEncode, "__init__", _block_encode_init),
         (qml.qchem.Molecule, "__init__", _molecule_init),
+        (qml.FlipSign, "__init__", _flip_sign_init),
     ]
