@@ -174,6 +174,17 @@ class _Slot:
                 return wrap(buf.value)
 
             return get_scalar
+        if not spec.shape and spec.dtype == np.complex128:
+            # a complex scalar is a memref of its two doubles: read after the call into
+            # numpy's complex128, as numpy returns it (a 0-d array was returned before)
+            pair = np.empty(2, dtype=np.float64)
+            self._keep.append(pair)
+            words[at] = words[at + 1] = pair.ctypes.data
+
+            def get_scalar(pair=pair) -> Any:
+                return np.complex128(complex(pair[0], pair[1]))
+
+            return get_scalar
         shape, dtype = spec.shape, spec.dtype
 
         # arrays: a fresh numpy buffer per call (it is handed to the user)
