@@ -31,15 +31,6 @@ _BLOCK_ENCODE = (
 )
 
 
-def _block_encode_init(original: Any) -> Any:
-    def init(self: Any, A: Any, *args: Any, **kwargs: Any) -> None:
-        if context.is_tracing() and holds_traced(A):
-            raise CompileError(_BLOCK_ENCODE)
-        original(self, A, *args, **kwargs)
-
-    return init
-
-
 _MOLECULE = (
     "qml.qchem.Molecule / qml.qchem.molecular_hamiltonian of traced coordinates: the "
     "molecular integrals (Gaussian orbitals, scipy's special functions and Hartree-Fock "
@@ -47,15 +38,6 @@ _MOLECULE = (
     "H, n = qml.qchem.molecular_hamiltonian(symbols, coordinates), and use it in the "
     "compiled circuit (qml.expval(H)); for a scan over geometries, build one per geometry"
 )
-
-
-def _molecule_init(original: Any) -> Any:
-    def init(self: Any, symbols: Any, coordinates: Any, *args: Any, **kwargs: Any) -> None:
-        if context.is_tracing() and holds_traced(coordinates):
-            raise CompileError(_MOLECULE)
-        original(self, symbols, coordinates, *args, **kwargs)
-
-    return init
 
 
 _FLIP_SIGN = (
@@ -67,19 +49,30 @@ _FLIP_SIGN = (
 )
 
 
-def _flip_sign_init(original: Any) -> Any:
-    def init(self: Any, n: Any, wires: Any, *args: Any, **kwargs: Any) -> None:
-        if context.is_tracing() and holds_traced(n):
-            raise CompileError(_FLIP_SIGN)
-        original(self, n, wires, *args, **kwargs)
+def _refusing_init(position: int, name: str, message: str) -> Any:
+    """The `make` of a constructor that raises `message` while a trace runs when its
+    argument `name` (positional `position`, self not counted) holds a traced value."""
 
-    return init
+    def make(original: Any) -> Any:
+        def init(self: Any, *args: Any, **kwargs: Any) -> None:
+            value = args[position] if len(args) > position else kwargs.get(name)
+            if context.is_tracing() and holds_traced(value):
+                raise CompileError(message)
+            original(self, *args, **kwargs)
+
+        return init
+
+    return make
+
+
+# made once: context.prepare reuses a replacement while its `make` is the same object
+_INTERCEPTS = [
+    (qml.BlockEncode, "__init__", _refusing_init(0, "A", _BLOCK_ENCODE)),
+    (qml.qchem.Molecule, "__init__", _refusing_init(1, "coordinates", _MOLECULE)),
+    (qml.FlipSign, "__init__", _refusing_init(0, "n", _FLIP_SIGN)),
+]
 
 
 def intercepted() -> list[tuple[Any, str, Any]]:
     """The `(owner, attribute, make)` triples `context.intercepts` installs for a trace."""
-    return [
-        (qml.BlockEncode, "__init__", _block_encode_init),
-        (qml.qchem.Molecule, "__init__", _molecule_init),
-        (qml.FlipSign, "__init__", _flip_sign_init),
-    ]
+    return _INTERCEPTS
