@@ -245,12 +245,8 @@ void GateFuser::applyBlock(cplx *sv, int n, const Block &b) {
             if (!has[pos]) {
                 std::copy(m.begin(), m.end(), p);
                 has[pos] = true;
-            } else { // p <- m p
-                const cplx p0 = p[0], p1 = p[1], p2 = p[2], p3 = p[3];
-                p[0] = m[0] * p0 + m[1] * p2;
-                p[1] = m[0] * p1 + m[1] * p3;
-                p[2] = m[2] * p0 + m[3] * p2;
-                p[3] = m[2] * p1 + m[3] * p3;
+            } else {
+                leftMultiply2x2(p, m.data());
             }
             continue;
         }

@@ -112,6 +112,14 @@ std::vector<cplx> localMatrix(const Operation &op, int numLocal, bool inverse);
 // M <- F M: M on the q wires `wires`, F on the l wires `local` (a subset of them).
 void leftMultiply(std::vector<cplx> &M, const int64_t *wires, int q, const std::vector<cplx> &F,
                   const int64_t *local, int l);
+// p <- m p for 2 x 2 row-major matrices (a one-wire gate folded into a pending one).
+inline void leftMultiply2x2(cplx *p, const cplx *m) {
+    const cplx p0 = p[0], p1 = p[1], p2 = p[2], p3 = p[3];
+    p[0] = m[0] * p0 + m[1] * p2;
+    p[1] = m[0] * p1 + m[1] * p3;
+    p[2] = m[2] * p0 + m[3] * p2;
+    p[3] = m[2] * p1 + m[3] * p3;
+}
 bool overlaps(const std::vector<int64_t> &a, const int64_t *w, int k);
 // dst[x] = src[L x] for the GF(2)-linear L with L e_k = image[k] (bit k of an amplitude
 // index), in one gather pass: dst = R^dagger src for a run R of CNOTs and SWAPs with

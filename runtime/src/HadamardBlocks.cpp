@@ -76,12 +76,7 @@ bool applyHadamardBlock(cplx *sv, int n, const std::vector<cplx> &M, const int64
         }
         const std::vector<cplx> F = localMatrix(op, l, false);
         if (l == 1 && !anyEntered) { // u <- F u
-            cplx *p = u[q - 1 - bitOfLocal[0]];
-            const cplx p0 = p[0], p1 = p[1], p2 = p[2], p3 = p[3];
-            p[0] = F[0] * p0 + F[1] * p2;
-            p[1] = F[0] * p1 + F[1] * p3;
-            p[2] = F[2] * p0 + F[3] * p2;
-            p[3] = F[2] * p1 + F[3] * p3;
+            leftMultiply2x2(u[q - 1 - bitOfLocal[0]], F.data());
             continue;
         }
         const size_t L = size_t(1) << l;
