@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import StringAttr, f64, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from cofactor.errors import CompileError, CompileValueError, DifferentiableCompileError
-from cofactor.ir.builder import _int_attr, func_op, memref_type
+from cofactor.ir.builder import func_op, int_attr, memref_type
 from cofactor.ir.dead_code import remove_dead_code
 from cofactor.launcher import BufferSpec
 from cofactor.tracing import context, pytree
@@ -221,7 +221,7 @@ def trace_function(
     out_types = [memref_type(s.shape, s.dtype) for s in out_specs]
     fn_op = func_op(name, [*in_types, *out_types], Region(block))
     fn_op.sym_visibility = StringAttr("private")
-    fn_op.attributes["cofactor.num_inputs"] = _int_attr(len(specs), i64)
+    fn_op.attributes["cofactor.num_inputs"] = int_attr(len(specs), i64)
     b.module_ops.append(fn_op)
     return TracedFunction(name, specs, out_tree, out_specs, captured)
 

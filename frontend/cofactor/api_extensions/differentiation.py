@@ -56,11 +56,11 @@ from cofactor.errors import (
 )
 from cofactor.ir.builder import (
     INDEX,
-    _array_attr,
-    _int_attr,
-    _symbol_ref,
+    array_attr,
     call_op,
+    int_attr,
     memref_type,
+    symbol_ref,
 )
 from cofactor.ir.mlir15 import generic_op
 from cofactor.ir.scf_ops import for_op, yield_op
@@ -188,10 +188,10 @@ class _Request:
         # (the builder's attribute fast paths: xDSL's constructors run generic checks, ~0.3 M
         # instructions for these four on the first gradient of a process)
         attrs = {
-            "callee": _symbol_ref(self.traced.name),
-            "num_inputs": _int_attr(len(self._in_refs), i64),
-            "num_outputs": _int_attr(len(self._out_refs), i64),
-            "diff_inputs": _array_attr(tuple(_int_attr(i, i64) for i in self.diff)),
+            "callee": symbol_ref(self.traced.name),
+            "num_inputs": int_attr(len(self._in_refs), i64),
+            "num_outputs": int_attr(len(self._out_refs), i64),
+            "diff_inputs": array_attr(tuple(int_attr(i, i64) for i in self.diff)),
         }
         operands = [*self._in_refs, *self._out_refs, *self._cout_refs, *din_refs]
         return context.current().builder.insert(generic_op("gradient.vjp", operands, [], attrs))

@@ -72,7 +72,7 @@ def memref_type(shape: Sequence[int], dtype: np.dtype) -> MemRefType:
         # space) set as xDSL's constructor stores them: for sizes of a numpy shape and a
         # supported element type its checks always pass, and running them costs a tenth
         # of a millisecond on the first call of a process
-        dims = _array_attr(tuple(_raw_int(int(d)) for d in (*shape, *extra)))
+        dims = array_attr(tuple(_raw_int(int(d)) for d in (*shape, *extra)))
         type_ = _raw_attr(MemRefType, (dims, elem, _NONE, _NONE))
         if len(_MEMREF_TYPES) < _ATTR_CACHE_SIZE:
             _MEMREF_TYPES[key] = type_
@@ -82,7 +82,7 @@ def memref_type(shape: Sequence[int], dtype: np.dtype) -> MemRefType:
 def function_type(inputs: Sequence[Attribute], outputs: Sequence[Attribute]) -> FunctionType:
     """`FunctionType.from_lists(inputs, outputs)` for types (set as its constructor stores
     them, without its generic checks: see `memref_type`)."""
-    return _raw_attr(FunctionType, (_array_attr(tuple(inputs)), _array_attr(tuple(outputs))))
+    return _raw_attr(FunctionType, (array_attr(tuple(inputs)), array_attr(tuple(outputs))))
 
 
 def func_op(name: str, inputs: Sequence[Attribute], region: Region) -> func.FuncOp:
@@ -106,7 +106,7 @@ def _raw_int(value: int) -> IntAttr:
     return attr
 
 
-def _array_attr(items: tuple[Attribute, ...]) -> ArrayAttr:
+def array_attr(items: tuple[Attribute, ...]) -> ArrayAttr:
     attr = ArrayAttr.__new__(ArrayAttr)
     object.__setattr__(attr, "data", items)
     return attr
@@ -167,7 +167,7 @@ def call_op(
     of `isinstance` checks against every op class (ABC caches), once per process: on the
     path of a function's first call, which the disk cache otherwise serves in a few ms."""
     return simple_op(  # type: ignore[return-value]
-        func.CallOp, list(map(value_of, args)), list(result_types), {"callee": _symbol_ref(name)}
+        func.CallOp, list(map(value_of, args)), list(result_types), {"callee": symbol_ref(name)}
     )
 
 
@@ -176,7 +176,7 @@ def return_op(*values: SSAValue) -> func.ReturnOp:
     return simple_op(func.ReturnOp, list(map(value_of, values)))  # type: ignore[return-value]
 
 
-def _symbol_ref(name: str) -> SymbolRefAttr:
+def symbol_ref(name: str) -> SymbolRefAttr:
     ref = _SYMBOL_REFS.get(name)
     if ref is None:
         ref = SymbolRefAttr(name)
@@ -250,8 +250,8 @@ class IRBuilder:
         if type_ == f64:
             return self._constant(_float_attr(float(value)), f64)
         if type_ == i1:
-            return self._constant(_int_attr(-1 if value else 0, i1), i1)
-        return self._constant(_int_attr(int(value), type_), type_)
+            return self._constant(int_attr(-1 if value else 0, i1), i1)
+        return self._constant(int_attr(int(value), type_), type_)
 
     def _constant(self, attr: Attribute, type_: Attribute) -> SSAValue:
         # what arith.ConstantOp(attr) builds, without its generic (slow) constructor
@@ -354,7 +354,7 @@ class IRBuilder:
                 },
             )
         )
-        return self.res(generic_op("memref.get_global", [], [type_], {"name": _symbol_ref(name)}))
+        return self.res(generic_op("memref.get_global", [], [type_], {"name": symbol_ref(name)}))
 
     def dealloc(self, ref: SSAValue) -> None:
         # memref.DeallocOp.get(ref), without the generic constructor (70 us the first time)
@@ -385,7 +385,7 @@ def _constant_data(arr: np.ndarray) -> tuple[MemRefType, DenseIntOrFPElementsAtt
     element = f64 if floats else i64
     shape = tuple(int(d) for d in arr.shape)
     type_ = memref_type(shape, np.dtype(np.float64 if floats else np.int64))
-    tensor = _raw_attr(TensorType, (_array_attr(tuple(map(_raw_int, shape))), element, _NONE))
+    tensor = _raw_attr(TensorType, (array_attr(tuple(map(_raw_int, shape))), element, _NONE))
     raw = np.ascontiguousarray(arr, dtype="<f8" if floats else "<i8").tobytes()
     return type_, _raw_attr(DenseIntOrFPElementsAttr, (tensor, BytesAttr(raw)))
 
@@ -395,7 +395,7 @@ _PRIVATE = StringAttr("private")
 
 def index_constant_op(value: int) -> Operation:
     """`arith.constant value : index` (not inserted)."""
-    return simple_op(arith.ConstantOp, [], [INDEX], {"value": _int_attr(value, INDEX)})
+    return simple_op(arith.ConstantOp, [], [INDEX], {"value": int_attr(value, INDEX)})
 
 
 def load_op(ref: SSAValue, indices: list[SSAValue]) -> Operation:
@@ -474,7 +474,7 @@ _INT_ATTRS: dict[tuple[int, Attribute], IntegerAttr] = {}
 _FLOAT_ATTRS: dict[bytes, FloatAttr] = {}
 
 
-def _int_attr(value: int, type_: Attribute) -> IntegerAttr:
+def int_attr(value: int, type_: Attribute) -> IntegerAttr:
     key = (value, type_)
     attr = _INT_ATTRS.get(key)
     if attr is None:
@@ -518,7 +518,7 @@ def quantum_attrs(**attrs: object) -> dict[str, Attribute]:
         if isinstance(value, bool):
             out[key] = BoolAttr(value, i1)
         elif isinstance(value, int):
-            out[key] = _int_attr(value, i64)
+            out[key] = int_attr(value, i64)
         elif isinstance(value, str):
             out[key] = StringAttr(value)
         elif isinstance(value, list | tuple):
