@@ -82,6 +82,46 @@ void deleteUnusedFunctions(llvm::Module &module) {
   }
 }
 
+/// The frontend's entry function is internal (tracing/entry_function.py): its C interface's
+/// wrapper, `_mlir_ciface_<name>`, which unpacks the memref descriptors, is its one caller.
+/// Its body is moved into the wrapper before anything else runs (the wrapper's loads become
+/// the arguments), so that one function is optimized and generated instead of two: code
+/// generation costs every function ~170 machine passes' fixed work, a quarter of it for
+/// the gradient of tanh(W x). The entry is `noinline` for O2's inliner, which would
+/// optimize the body on its own first and again inlined (the subprocess pipeline keeps
+/// the two functions); `InlineFunction` does not look at that attribute. Functions the
+/// module exports under their own name (external: tests and C callers call them, and the
+/// custom-gradient triples') are left alone.
+void inlineEntriesIntoWrappers(llvm::Module &module) {
+  constexpr llvm::StringLiteral prefix = "_mlir_ciface_";
+  std::vector<llvm::CallBase *> calls;
+  for (llvm::Function &wrapper : module) {
+    if (wrapper.isDeclaration() || !wrapper.getName().startswith(prefix))
+      continue;
+    llvm::Function *entry = module.getFunction(wrapper.getName().drop_front(prefix.size()));
+    if (!entry || entry->isDeclaration() || !entry->hasLocalLinkage() || !entry->hasOneUse())
+      continue;
+    auto *call = llvm::dyn_cast<llvm::CallBase>(entry->user_back());
+    if (call && call->getCalledFunction() == entry && call->getFunction() == &wrapper)
+      calls.push_back(call);
+  }
+  for (llvm::CallBase *call : calls) {
+    llvm::Function &entry = *call->getCalledFunction();
+    llvm::Function &wrapper = *call->getFunction();
+    if (!llvm::isInlineViable(entry).isSuccess())
+      continue;
+    llvm::InlineFunctionInfo info;
+    // No lifetime markers: the inlined body is the whole of the wrapper.
+    if (!llvm::InlineFunction(*call, info, /*CalleeAAR=*/nullptr, /*InsertLifetime=*/false)
+             .isSuccess())
+      continue;
+    llvm::AttributeFuncs::mergeAttributesForInlining(wrapper, entry);
+    entry.removeDeadConstantUsers();
+    if (entry.use_empty())
+      entry.eraseFromParent();
+  }
+}
+
 /// Enzyme replaces each `__enzyme_autodiff` call by a call to the gradient it generated
 /// (`diffe<name>`, internal, called once). O2's inliner visits a callee before its callers,
 /// so the gradient was optimized on its own, then inlined into its caller and optimized
@@ -295,6 +335,7 @@ bool optimize(llvm::Module &module, llvm::StringRef pipeline, std::string &error
   // of phi", which Enzyme's 100 resolves): the compile retries those with the default.
   if (forEnzyme)
     resetOption("enzyme-max-int-offset", narrowTypeOffsets ? "2" : "100");
+  inlineEntriesIntoWrappers(module);
   llvm::SmallPtrSet<const llvm::Function *, 16> beforeEnzyme;
   for (size_t i = 0; i < elements.size(); ++i) {
     llvm::ModulePassManager &passes = elements[i];

@@ -33,7 +33,7 @@ def test_entry_point_signature_is_destination_passing():
     assert (
         "func.func @lambda(%0: memref<f64>, %1: memref<3xf64>, %2: memref<f64>, "
         "%3: memref<3xf64>) attributes {llvm.emit_c_interface, "
-        'passthrough = ["noinline"]}' in mlir
+        'passthrough = ["noinline"], llvm.linkage = #llvm.linkage<internal>}' in mlir
     )
     assert out_leaves == [
         BufferSpec((), np.dtype(np.float64)),

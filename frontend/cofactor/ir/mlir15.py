@@ -21,6 +21,7 @@ from xdsl.ir import (
     Use,
 )
 from xdsl.irdl import IRDLOperation, OptionalDef, irdl_attr_definition
+from xdsl.printer import Printer
 
 #: current MLIR / xDSL name -> what MLIR 15 calls it (or how we replace it).
 MLIR15_SPELLINGS: dict[str, str] = {
@@ -55,6 +56,17 @@ class ObsType(ParametrizedAttribute, TypeAttribute):
     """`!quantum.obs`: an observable handle (lowers to i64)."""
 
     name = "quantum.obs"
+
+
+@irdl_attr_definition
+class InternalLinkage(ParametrizedAttribute):
+    """`#llvm.linkage<internal>` (MLIR 15 parses the linkage as a bare keyword; xDSL's own
+    LinkageAttr prints it quoted, and its dialect module costs 20 ms of import)."""
+
+    name = "llvm.linkage"
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<internal>")
 
 
 _GENERIC_CLASSES: dict[str, tuple[type[Operation], StringAttr]] = {}

@@ -16,6 +16,7 @@ from xdsl.dialects.builtin import ArrayAttr, StringAttr, UnitAttr
 from xdsl.ir import Block, Region, SSAValue
 
 from cofactor.ir.builder import func_op, memref_type, module_op
+from cofactor.ir.mlir15 import InternalLinkage
 from cofactor.ir.traced import TracedModule, gc_paused
 from cofactor.launcher import BufferSpec
 from cofactor.signature import Layout
@@ -88,19 +89,24 @@ def trace_entry_function(
     entry = func_op(symbol, [*in_types, *out_types], Region(block))
     entry.attributes["llvm.emit_c_interface"] = UnitAttr()
     if os.environ.get(_ENTRY_INLINE_ENV) != "1":
-        # The C interface's wrapper (`_mlir_ciface_<symbol>`) is the only caller: inlined
-        # there, the function's code was generated twice, since the symbol stays (the
-        # gradient of issue 13 once its result is written in place: +1-2 ms of opt and codegen)
+        # The C interface's wrapper (`_mlir_ciface_<symbol>`) is the only caller (the
+        # launcher calls the wrapper). Internal: the in-process driver moves the body into
+        # the wrapper before optimizing it, so one function is optimized and generated
+        # instead of two (compiler/Optimize.cpp). `noinline` for O2, which would otherwise
+        # optimize the body on its own and again once inlined (the subprocess pipeline).
         entry.attributes["passthrough"] = _NOINLINE
+        entry.attributes["llvm.linkage"] = _INTERNAL
     module = module_op([*b.module_ops, entry])
     helpers = [interrupts.helpers(ctx)] if ctx.interrupt_checks else []
     checks = ctx.has_quantum or ctx.runtime_checks
     return TracedModule(module, helpers), out_tree, out_leaves, checks, ctx.has_callbacks
 
 
-#: COFACTOR_ENTRY_INLINE=1: the entry function may be inlined into its C wrapper (as before)
+#: COFACTOR_ENTRY_INLINE=1: the entry function is external and O2 may inline it into its C
+#: wrapper (as before session 19)
 _ENTRY_INLINE_ENV = "COFACTOR_ENTRY_INLINE"
 _NOINLINE = ArrayAttr([StringAttr("noinline")])
+_INTERNAL = InternalLinkage()
 
 #: COFACTOR_RESULT_COPY=1: every result is computed in a buffer of its own and copied into
 #: the caller's array at the end, as before result buffers were forwarded (for A/B checks)
