@@ -24,10 +24,14 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <system_error>
+#include <thread>
 #include <utility>
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -344,6 +348,47 @@ extern "C" int cofactor_compiler_load_enzyme(int fd) {
   return survived ? status : 2;
 }
 
+namespace {
+/// The load that cofactor_compiler_load_enzyme_async started: its thread is detached, and
+/// its status published here when it ends.
+std::mutex asyncLoadLock;
+std::condition_variable asyncLoadEnded;
+constexpr int kNoLoad = -1, kLoading = -2;
+int asyncLoadStatus = kNoLoad;
+} // namespace
+
+extern "C" int cofactor_compiler_load_enzyme_async(int fd) {
+  std::lock_guard<std::mutex> guard(asyncLoadLock);
+  if (asyncLoadStatus != kNoLoad)
+    return 1;  // one per process
+  int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);  // the caller may close its own at once
+  if (own < 0)
+    return 1;
+  try {
+    std::thread([own] {
+      int status = cofactor_compiler_load_enzyme(own);
+      close(own);
+      {
+        std::lock_guard<std::mutex> ended(asyncLoadLock);
+        asyncLoadStatus = status;
+      }
+      asyncLoadEnded.notify_all();
+    }).detach();
+  } catch (const std::system_error &) {
+    close(own);
+    return 1;
+  }
+  asyncLoadStatus = kLoading;
+  return 0;
+}
+
+extern "C" int cofactor_compiler_enzyme_load_status(int wait) {
+  std::unique_lock<std::mutex> guard(asyncLoadLock);
+  if (wait)
+    asyncLoadEnded.wait(guard, [] { return asyncLoadStatus != kLoading; });
+  return asyncLoadStatus;
+}
+
 extern "C" int cofactor_compile(const cofactor_compile_request *request,
                                 cofactor_compile_result *result) {
   std::memset(result, 0, sizeof(*result));
@@ -398,4 +443,4 @@ extern "C" void cofactor_free_result(cofactor_compile_result *result) {
   }
 }
 
-extern "C" int cofactor_compiler_abi_version(void) { return 6; }
+extern "C" int cofactor_compiler_abi_version(void) { return 7; }

@@ -17,6 +17,7 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/IR/Verifier.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -24,6 +25,7 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #if defined(__linux__)
@@ -44,14 +46,31 @@ struct Range {
   uintptr_t start, end;
 };
 
+/// The executable segments of the objects that hold the given addresses.
 struct Wanted {
-  uintptr_t base;             // load address of the object to map
-  std::vector<Range> ranges;  // its executable segments, page-aligned
+  std::vector<uintptr_t> addresses;                 // in the order to map their objects
+  std::vector<std::pair<size_t, Range>> ranges;     // page-aligned, by address index
 };
 
+/// For dl_iterate_phdr: adds the executable segments of `info`'s object when it holds one
+/// of the wanted addresses. (Finding the objects by `dladdr` searched each one's symbol
+/// table for the nearest symbol: 0.6 ms for libMLIR and the plugin, in the thread whose
+/// load of the plugin may still run beside the lowering.)
 int collect(dl_phdr_info *info, size_t, void *data) {
   auto *wanted = static_cast<Wanted *>(data);
-  if (info->dlpi_addr != wanted->base)
+  auto holds = [info](uintptr_t address) {
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+      const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+      uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+      if (ph.p_type == PT_LOAD && address >= start && address < start + ph.p_memsz)
+        return true;
+    }
+    return false;
+  };
+  size_t index = 0;
+  while (index < wanted->addresses.size() && !holds(wanted->addresses[index]))
+    ++index;
+  if (index == wanted->addresses.size())
     return 0;
   const uintptr_t page = 4096;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
@@ -60,17 +79,9 @@ int collect(dl_phdr_info *info, size_t, void *data) {
       continue;
     uintptr_t start = (info->dlpi_addr + ph.p_vaddr) & ~(page - 1);
     uintptr_t end = (info->dlpi_addr + ph.p_vaddr + ph.p_memsz + page - 1) & ~(page - 1);
-    wanted->ranges.push_back({start, end});
+    wanted->ranges.push_back({index, {start, end}});
   }
   return 0;
-}
-
-/// The load address of the object holding `address`, or 0.
-uintptr_t objectOf(const void *address) {
-  Dl_info where;
-  if (!address || !dladdr(address, &where) || !where.dli_fbase)
-    return 0;
-  return reinterpret_cast<uintptr_t>(where.dli_fbase);
 }
 
 void populate(std::vector<Range> ranges) {
@@ -99,15 +110,18 @@ void prefaultCompilerCode(const void *pluginAddress) {
     // COFACTOR_COMPILER_PREFAULT=all: libLLVM's code too (measurement; see the top).
     bool (*llvmCode)(const llvm::Module &, llvm::raw_ostream *, bool *) = &llvm::verifyModule;
     bool all = setting && std::strcmp(setting, "all") == 0;
-    std::vector<Range> ranges;
+    Wanted wanted;
     for (const void *address : {reinterpret_cast<const void *>(mlirCode), pluginAddress,
                                 reinterpret_cast<const void *>(&prefaultCompilerCode),
-                                all ? reinterpret_cast<const void *>(llvmCode) : nullptr}) {
-      Wanted one{objectOf(address), {}};
-      if (one.base)
-        dl_iterate_phdr(collect, &one);
-      ranges.insert(ranges.end(), one.ranges.begin(), one.ranges.end());
-    }
+                                all ? reinterpret_cast<const void *>(llvmCode) : nullptr})
+      if (address)
+        wanted.addresses.push_back(reinterpret_cast<uintptr_t>(address));
+    dl_iterate_phdr(collect, &wanted);
+    std::stable_sort(wanted.ranges.begin(), wanted.ranges.end(),
+                     [](const auto &a, const auto &b) { return a.first < b.first; });
+    std::vector<Range> ranges;
+    for (const auto &indexed : wanted.ranges)
+      ranges.push_back(indexed.second);
     if (ranges.empty())
       return;
     // Detached: it touches no object of this library, so neither exit nor a fork (the

@@ -60,7 +60,7 @@ def plugin_slots():
 native_compiler.preload()
 native_compiler._preload_thread.join()
 native_compiler.prepare_enzyme()
-native_compiler._enzyme_thread.join()
+native_compiler.wait_for_enzyme_load()
 slots = plugin_slots()
 rng = np.random.default_rng(5)
 x = rng.uniform(-1, 1, 10)

@@ -39,7 +39,7 @@ def text_pages():
 native_compiler.preload()
 native_compiler._preload_thread.join()
 native_compiler.prepare_enzyme()
-native_compiler._enzyme_thread.join()
+native_compiler.wait_for_enzyme_load()
 deadline = time.monotonic() + float(sys.argv[1])
 while time.monotonic() < deadline:
     pages = text_pages()

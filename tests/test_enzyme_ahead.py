@@ -41,7 +41,7 @@ if sys.argv[1] == "classical":
 else:
     f = cofactor.qjit(cofactor.grad(circuit))
     out["grad"] = float(f(0.4))
-out["enzyme_thread"] = native_compiler._enzyme_thread is not None
+out["enzyme_thread"] = native_compiler._enzyme_load_started
 out["check_thread"] = native_compiler._ahead_thread is not None
 print(json.dumps(out))
 """

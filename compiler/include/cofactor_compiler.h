@@ -73,6 +73,17 @@ void cofactor_compiler_warm_up(void);
  * again). Since ABI version 6 (before: a callback that opened the plugin). */
 int cofactor_compiler_load_enzyme(int fd);
 
+/* cofactor_compiler_load_enzyme(fd) in a thread of the library's own, once per process
+ * (a copy of `fd` is kept until the load ends): the caller does not wait for a thread to
+ * start, nor does the load wait for the GIL. Returns 0 when the thread was started, 1 when
+ * not (a load was started before, or no thread). Since ABI version 7. */
+int cofactor_compiler_load_enzyme_async(int fd);
+
+/* The status of the load cofactor_compiler_load_enzyme_async started: -1 when none was,
+ * -2 while it runs (unless `wait`, which waits for its end), else what
+ * cofactor_compiler_load_enzyme returned. Since ABI version 7. */
+int cofactor_compiler_enzyme_load_status(int wait);
+
 /* The ABI version the Python driver checks before its first call. */
 int cofactor_compiler_abi_version(void);
 

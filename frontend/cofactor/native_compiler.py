@@ -15,6 +15,7 @@ plugin other than the one loaded cannot replace it in the same process.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 import threading
@@ -24,7 +25,7 @@ from pathlib import Path
 from cofactor import enzyme_plugin, toolchain
 from cofactor.errors import CompileError, ToolchainNotFoundError
 
-ABI_VERSION = 6
+ABI_VERSION = 7
 #: The stages the library times, in order (cofactor_compile_result.ms): "lower" is the MLIR
 #: passes and the translation, "stage_texts" the printing of the texts when asked for; then
 #: the parts of "opt": "opt.plugin" opening (checking) and loading the Enzyme plugin,
@@ -102,7 +103,12 @@ def _open_library() -> ctypes.CDLL:
     path = toolchain.find("compiler")
     lib = ctypes.CDLL(str(path))
     lib.cofactor_compiler_abi_version.restype = ctypes.c_int
-    entries = ("cofactor_compiler_warm_up", "cofactor_compiler_load_enzyme")
+    entries = (
+        "cofactor_compiler_warm_up",
+        "cofactor_compiler_load_enzyme",
+        "cofactor_compiler_load_enzyme_async",
+        "cofactor_compiler_enzyme_load_status",
+    )
     got = lib.cofactor_compiler_abi_version()
     if got != ABI_VERSION or not all(hasattr(lib, name) for name in entries):
         raise ToolchainNotFoundError(
@@ -116,6 +122,10 @@ def _open_library() -> ctypes.CDLL:
     lib.cofactor_compiler_warm_up.restype = None
     lib.cofactor_compiler_load_enzyme.argtypes = [ctypes.c_int]
     lib.cofactor_compiler_load_enzyme.restype = ctypes.c_int
+    lib.cofactor_compiler_load_enzyme_async.argtypes = [ctypes.c_int]
+    lib.cofactor_compiler_load_enzyme_async.restype = ctypes.c_int
+    lib.cofactor_compiler_enzyme_load_status.argtypes = [ctypes.c_int]
+    lib.cofactor_compiler_enzyme_load_status.restype = ctypes.c_int
     return lib
 
 
@@ -179,62 +189,63 @@ def _check_plugin() -> None:
         pass
 
 
-#: COFACTOR_COMPILER_SERIAL_ENZYME_LOAD=1: the plugin's load waits for a compile under way and
-#: a compile for the load, as before session 19 (read by the library too).
-SERIAL_ENZYME_LOAD_ENV = "COFACTOR_COMPILER_SERIAL_ENZYME_LOAD"
+#: Whether this process has started loading the Enzyme plugin ahead (prepare_enzyme).
+_enzyme_load_started = False
 
-#: The thread that loads the Enzyme plugin while a differentiated function is traced.
-_enzyme_thread: threading.Thread | None = None
+#: cofactor_compiler_enzyme_load_status: no load started; the load is running; it crashed.
+_NO_LOAD, _LOADING, _LOAD_CRASHED = -1, -2, 2
 
 
 def prepare_enzyme() -> None:
-    """Load the Enzyme plugin into the library in a thread, once per process, while the
+    """Start loading the Enzyme plugin into the library, once per process, while the
     program that will need it is traced (the differentiation of a function that is not a
     QNode: Enzyme differentiates its classical code): checking and loading its 9 MB (its
     relocations, its options, the first touch of its pages: 1.8 M instructions, 2-9 ms of
     a first compile under load; and the binding of every call it makes into LLVM, which a
     lazy load left to the compile: compiler/README.md, session 17) then overlaps the
     tracing instead of delaying the compile.
-    The load runs beside a compile's lowering at most (the library waits for it before
-    the compile's optimization, see compiler/Compiler.cpp's enzymeLock). A failure is
-    left for the compile that needs the plugin to report; with COFACTOR_PRELOAD=0, or when
-    the library is not used, nothing is done ahead."""
-    global _enzyme_thread
+    The plugin is checked and opened here; the library loads it in a thread of its own
+    (`cofactor_compiler_load_enzyme_async`): a Python thread made the tracing wait until it
+    had started and run its Python part (0.3-1 ms, and its GIL requests interrupted the
+    tracing meanwhile; session 20). The load runs beside a compile's lowering at most (the
+    library waits for it before the compile's optimization, see compiler/Compiler.cpp's
+    enzymeLock; COFACTOR_COMPILER_SERIAL_ENZYME_LOAD=1: the load waits for a compile under
+    way and a compile for the load, as before session 19). A failure is left for the
+    compile that needs the plugin to report; with COFACTOR_PRELOAD=0, or when the library
+    is not used, nothing is done ahead."""
+    global _enzyme_load_started
     if os.environ.get(PRELOAD_ENV, "1") == "0" or _crashed is not None:
         return
     if os.environ.get("COFACTOR_PIPELINE", "").strip().lower() == "subprocess":
         return
     with _ahead_lock:
-        if _enzyme_thread is None:
-            thread = threading.Thread(target=_load_enzyme, name="cofactor-enzyme")
-            thread.start()  # published once started, as in check_plugin_ahead
-            _enzyme_thread = thread
-
-
-def _load_enzyme() -> None:
-    global _crashed
+        if _enzyme_load_started:
+            return
+        _enzyme_load_started = True
     try:
         lib = _library()
     except (ToolchainNotFoundError, OSError):
         return
-    # Checked and opened here, before the call, while this new thread holds the GIL: the
-    # library then loads it without calling back into Python (a callback would wait for
-    # the GIL, held by the tracing thread, up to the 5 ms switch interval).
     opener = _PluginOpener()
     try:
         fd = opener.open()
-        if fd < 0:
-            return  # the compile that needs the plugin reports why
-        if os.environ.get(SERIAL_ENZYME_LOAD_ENV, "") == "1":
-            with _compile_lock:
-                status = lib.cofactor_compiler_load_enzyme(fd)
-        else:
-            # Not under _compile_lock: the library lets a compile lower its module while
-            # the plugin loads (its own enzymeLock); a fork joins this thread first.
-            status = lib.cofactor_compiler_load_enzyme(fd)
+        # (else the compile that needs the plugin reports why; the library keeps a copy)
+        if fd >= 0 and lib.cofactor_compiler_load_enzyme_async(fd) == 0:
+            atexit.register(wait_for_enzyme_load)
     finally:
         opener.close()
-    if status == 2:
+
+
+def wait_for_enzyme_load() -> None:
+    """Wait for the load prepare_enzyme started, if any (a fork or the interpreter's exit
+    must not happen in the middle of it); note a crash of it."""
+    if _enzyme_load_started and _loaded is not None:
+        _note_enzyme_load(_loaded.cofactor_compiler_enzyme_load_status(1))
+
+
+def _note_enzyme_load(status: int) -> None:
+    global _crashed
+    if status == _LOAD_CRASHED and _crashed is None:
         _crashed = "loading the Enzyme plugin crashed"
 
 
@@ -250,9 +261,10 @@ _compile_lock = threading.Lock()
 
 
 def _before_fork() -> None:
-    for thread in (_preload_thread, _enzyme_thread):
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
+    thread = _preload_thread
+    if thread is not None and thread is not threading.current_thread():
+        thread.join()
+    wait_for_enzyme_load()
     _wait_for_plugin_check()
     _compile_lock.acquire()
 
@@ -343,7 +355,7 @@ def compile_native(
     after the LLVM optimization, e.g. to get the stage texts). Raises CompileError with the
     failing stage and its diagnostics."""
     lib = _library()
-    if "gradient.vjp" in mlir_text and _enzyme_thread is None:
+    if "gradient.vjp" in mlir_text and not _enzyme_load_started:
         # (when the plugin was loaded ahead, that thread checked it already: a second
         # thread here would only take the GIL from this one as it enters the compile)
         check_plugin_ahead()
@@ -366,6 +378,8 @@ def compile_native(
             status = lib.cofactor_compile(ctypes.byref(request), ctypes.byref(result))
     finally:
         opener.close()
+    if _enzyme_load_started:  # (a crash of that load sends later compiles to the tools)
+        _note_enzyme_load(lib.cofactor_compiler_enzyme_load_status(0))
     try:
         if status != 0:
             if opener.error is not None:
