@@ -138,16 +138,18 @@ StderrCapture enzymeOutput;
 /// optimizer, which know malloc/calloc by name (allocation and free pairs, malloc+memset ->
 /// calloc), just before code generation. compiler.py does the same on the subprocess
 /// pipeline's text. A classical program keeps the C library's (it does not link the runtime).
-void allocateThroughRuntime(llvm::Module &module) {
+/// Returns whether the module calls the runtime.
+bool allocateThroughRuntime(llvm::Module &module) {
   bool usesRuntime = false;
   for (const llvm::Function &function : module)
     usesRuntime |= function.isDeclaration() && function.getName().startswith("cf_rt_");
   if (!usesRuntime)
-    return;
+    return false;
   for (auto [from, to] : {std::pair{"malloc", "cf_rt_alloc"}, {"calloc", "cf_rt_calloc"}})
     if (llvm::Function *function = module.getFunction(from))
       if (function->isDeclaration() && !module.getFunction(to))
         function->setName(to);
+  return true;
 }
 
 char *copy(const std::string &text) {
@@ -271,15 +273,21 @@ int compileLocked(const cofactor_compile_request &request, cofactor_compile_resu
 
   stage = "llc";
   debugCrash(stage);
-  allocateThroughRuntime(*module);
+  bool usesRuntime = allocateThroughRuntime(*module);
   llvm::SmallVector<char, 0> object;
   if (!emitObject(*module, object, error))
     return fail(result, "llc", error);
   result->ms[3] = clock.lap();
 
   stage = "link";
-  std::vector<std::string> linkArgs(request.link_args,
-                                    request.link_args + request.num_link_args);
+  // The runtime's arguments only for a module that calls it: lld read the runtime's
+  // symbol table (a 5 MB C++ library) for every classical program, only for --as-needed
+  // to drop it again (0.15 ms of the tanh(W x) gradient's link; session 20).
+  int numLinkArgs = request.num_link_args;
+  if (!usesRuntime && request.num_runtime_link_args > 0 &&
+      request.num_runtime_link_args <= numLinkArgs)
+    numLinkArgs -= request.num_runtime_link_args;
+  std::vector<std::string> linkArgs(request.link_args, request.link_args + numLinkArgs);
   if (!linkSharedLibrary(llvm::StringRef(object.data(), object.size()), linkArgs,
                          request.output, error))
     return fail(result, "link", error);

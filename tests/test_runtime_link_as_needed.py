@@ -1,4 +1,5 @@
-"""A compiled library depends on the runtime only when it calls it (`--as-needed`).
+"""A compiled library depends on the runtime only when it calls it (since session 20 the
+in-process driver links the runtime only then; `--as-needed` too).
 
 A classical program's library then loads without the runtime (a 5 MB C++ library: 0.4-0.5
 ms of the first call of a process); a quantum program's still depends on it; a library that
@@ -27,10 +28,10 @@ CHILD = r"""
 import json, sys
 import numpy as np
 
-def needed(path):
+def dynamic(path, tag):
     import subprocess
     out = subprocess.run(["readelf", "-d", str(path)], capture_output=True, text=True).stdout
-    return [line.split("[")[-1].rstrip("]") for line in out.splitlines() if "(NEEDED)" in line]
+    return [line.split("[")[-1].rstrip("]") for line in out.splitlines() if f"({tag})" in line]
 
 def runtime_loaded():
     # (loaded: its code mapped executable; the in-process linker maps the file read-only)
@@ -72,7 +73,8 @@ else:
     value = float(f(0.7))
     library = f._last.library
 print(json.dumps({"value": value, "runtime_loaded": runtime_loaded(),
-                  "needed": needed(library.so_path)}))
+                  "needed": dynamic(library.so_path, "NEEDED"),
+                  "runpath": dynamic(library.so_path, "RUNPATH")}))
 """
 
 
@@ -97,6 +99,8 @@ def test_a_classical_library_loads_without_the_runtime():
     x = [-1.0 + i / 3 for i in range(7)]
     assert abs(out["value"] - sum(math.tanh(0.7 * v) ** 2 for v in x)) < 1e-12
     assert not any("cofactor_runtime" in n for n in out["needed"])  # before: it was needed
+    # nor linked at all (session 20): no search path for it either
+    assert out["runpath"] == []
     assert not out["runtime_loaded"]
 
 
@@ -104,6 +108,7 @@ def test_a_quantum_library_still_depends_on_the_runtime():
     out = run_child("quantum")
     assert abs(out["value"] - math.cos(0.7)) < 1e-12
     assert any("cofactor_runtime" in n for n in out["needed"])
+    assert out["runpath"]
     assert out["runtime_loaded"]
 
 

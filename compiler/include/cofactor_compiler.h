@@ -31,6 +31,8 @@ typedef struct cofactor_compile_request {
   const char *const *link_args; /* lld arguments after the object ("-L", "-l:..."), */
   int num_link_args;           /* the system libraries are added by the library */
   int keep_stages;             /* nonzero: return the text of every stage */
+  int num_runtime_link_args;   /* the last ones of link_args link the runtime: only for a */
+                               /* module that calls it (cf_rt_*); since ABI version 7 */
 } cofactor_compile_request;
 
 typedef struct cofactor_compile_result {

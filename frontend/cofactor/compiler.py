@@ -186,26 +186,26 @@ def _native(mlir_text: str, output: Path | None, keep_stages: bool) -> native_co
     runtime = toolchain.find("runtime")
     # -Bsymbolic: calls inside the library go to its own functions even when one is named
     # like a symbol of a library loaded earlier (a qjit function `step` would otherwise call
-    # glibc's `step` and crash). --as-needed: a library that calls no `cf_rt_*` function (a
-    # classical program) does not depend on the runtime, whose load (a 5 MB C++ library)
-    # was 0.4-0.5 ms of the first call of such a program; its calls into the C library and
-    # libm resolve in the process as before, and the launcher loads the runtime (whose
-    # dependencies, libgcc_s among them, then resolve the rest) if one does not.
-    link_args = (
-        "--as-needed",
-        f"-L{runtime.parent}",
-        f"-l:{runtime.name}",
-        "-rpath",
-        str(runtime.parent),
-        "-Bsymbolic",
-    )
+    # glibc's `step` and crash). The runtime is linked only into a library that calls a
+    # `cf_rt_*` function (the library decides, after optimization; and --as-needed): a
+    # classical program does not depend on it, whose load (a 5 MB C++ library) was 0.4-0.5
+    # ms of the first call of such a program; its calls into the C library and libm resolve
+    # in the process as before, and the launcher loads the runtime (whose dependencies,
+    # libgcc_s among them, then resolve the rest) if one does not.
     return native_compiler.compile_native(
         mlir_text,
         mlir_pipeline=mlir_pipeline(),
         plain_pipeline=PLAIN_PIPELINE,
         enzyme_pipeline=ENZYME_PIPELINE,
         output=output,
-        link_args=link_args,
+        link_args=("-Bsymbolic",),
+        runtime_link_args=(
+            "--as-needed",
+            f"-L{runtime.parent}",
+            f"-l:{runtime.name}",
+            "-rpath",
+            str(runtime.parent),
+        ),
         keep_stages=keep_stages,
     )
 

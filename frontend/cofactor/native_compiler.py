@@ -55,6 +55,7 @@ class _Request(ctypes.Structure):
         ("link_args", ctypes.POINTER(ctypes.c_char_p)),
         ("num_link_args", ctypes.c_int),
         ("keep_stages", ctypes.c_int),
+        ("num_runtime_link_args", ctypes.c_int),
     ]
 
 
@@ -349,10 +350,12 @@ def compile_native(
     enzyme_pipeline: str,
     output: Path | None,
     link_args: tuple[str, ...] = (),
+    runtime_link_args: tuple[str, ...] = (),
     keep_stages: bool = False,
 ) -> NativeResult:
     """Run the pipeline in this process; write the shared library to `output` (None: stop
-    after the LLVM optimization, e.g. to get the stage texts). Raises CompileError with the
+    after the LLVM optimization, e.g. to get the stage texts), linked with `link_args`, and
+    with `runtime_link_args` when the module calls the runtime. Raises CompileError with the
     failing stage and its diagnostics."""
     lib = _library()
     if "gradient.vjp" in mlir_text and not _enzyme_load_started:
@@ -360,7 +363,8 @@ def compile_native(
         # thread here would only take the GIL from this one as it enters the compile)
         check_plugin_ahead()
     opener = _PluginOpener()
-    args = (ctypes.c_char_p * max(len(link_args), 1))(*(a.encode() for a in link_args))
+    all_args = (*link_args, *runtime_link_args)
+    args = (ctypes.c_char_p * max(len(all_args), 1))(*(a.encode() for a in all_args))
     request = _Request(
         mlir_text.encode(),
         mlir_pipeline.encode(),
@@ -369,8 +373,9 @@ def compile_native(
         opener.callback,
         None if output is None else os.fsencode(output),
         args,
-        len(link_args),
+        len(all_args),
         int(keep_stages),
+        len(runtime_link_args),
     )
     result = _Result()
     try:
