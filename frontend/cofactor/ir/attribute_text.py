@@ -27,6 +27,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 from xdsl.utils.mlir_lexer import MLIRLexer
 
+from cofactor.ir.mlir15 import InternalLinkage
+
 _BARE_IDENTIFIER = MLIRLexer.bare_identifier_regex
 
 
@@ -70,6 +72,8 @@ def attribute_text(attribute: Attribute) -> str | None:
         return None if None in texts else "[" + ", ".join(texts) + "]"  # type: ignore[arg-type]
     if cls is DenseIntOrFPElementsAttr:
         return _dense_text(attribute)  # type: ignore[arg-type]
+    if cls is InternalLinkage:  # (the entry function's; xDSL's printer asks ABCs first)
+        return "#llvm.linkage<internal>"
     if cls is FloatAttr and type(attribute.type) is Float64Type:  # type: ignore[attr-defined]
         text = _f64_text(attribute.value.data)  # type: ignore[attr-defined]
         return None if text is None else text + " : f64"
