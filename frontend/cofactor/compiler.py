@@ -58,13 +58,12 @@ LOWERING_PASSES: tuple[str, ...] = (
     "--cofactor-custom-gradients",
     "--lower-gradient-ops",
     "--lower-quantum-to-runtime",
-    "--convert-scf-to-cf",
+    # Before the conversion to LLVM: convert-math-to-libm makes func.call/func.func.
     "--convert-math-to-llvm",
     "--convert-math-to-libm",
-    "--convert-arith-to-llvm",
-    "--convert-memref-to-llvm",
-    "--convert-func-to-llvm",
-    "--convert-cf-to-llvm",
+    # convert-scf-to-cf, -arith-, -memref-, -func- and -cf-to-llvm as one dialect conversion
+    # (mlir_passes/lib/Transforms/ConvertToLLVM.cpp): one walk of the module, not five.
+    "--cofactor-convert-to-llvm",
     "--reconcile-unrealized-casts",
     # Needs llvm.func symbols, so it runs on the LLVM dialect.
     "--cofactor-emit-enzyme-glue",

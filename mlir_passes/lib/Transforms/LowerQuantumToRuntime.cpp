@@ -461,4 +461,5 @@ void cofactor::registerCofactorPasses() {
   PassRegistration<LowerQuantumToRuntimePass>();
   registerFuseLoopsPass();
   registerConvertMathIfAnyPass();
+  registerConvertToLLVMPass();
 }

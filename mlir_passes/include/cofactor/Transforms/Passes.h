@@ -24,6 +24,12 @@ void registerFuseLoopsPass();
 std::unique_ptr<mlir::Pass> createConvertMathIfAnyPass();
 void registerConvertMathIfAnyPass();
 
+/// `--cofactor-convert-to-llvm`: convert-scf-to-cf, convert-arith-to-llvm,
+/// convert-memref-to-llvm, convert-func-to-llvm and convert-cf-to-llvm as one dialect
+/// conversion (lib/Transforms/ConvertToLLVM.cpp).
+std::unique_ptr<mlir::Pass> createConvertToLLVMPass();
+void registerConvertToLLVMPass();
+
 /// Registers all of cofactor's passes with the global pass registry.
 void registerCofactorPasses();
 
