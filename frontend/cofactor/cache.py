@@ -34,6 +34,12 @@ from pathlib import Path
 from cofactor import cache_ledger, safefs, toolchain
 from cofactor.safefs import UntrustedPathError
 
+
+def enabled() -> bool:
+    """Whether compiled libraries go through the disk cache (not COFACTOR_DISABLE_CACHE=1)."""
+    return os.environ.get("COFACTOR_DISABLE_CACHE", "") in ("", "0")
+
+
 LIBRARY = "library.so"
 RECORD = "entry.json"
 DEFAULT_MAX_MB = 500.0

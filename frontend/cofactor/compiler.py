@@ -25,10 +25,8 @@ the stage by stage figures.
 
 from __future__ import annotations
 
-import atexit
 import functools
 import hashlib
-import itertools
 import os
 import shutil
 import subprocess
@@ -42,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cofactor import cache as disk_cache
-from cofactor import native_compiler, toolchain
+from cofactor import native_compiler, private_libraries, toolchain
 from cofactor.errors import CompileError
 
 #: cofactor-opt passes from the frontend's dialects down to the LLVM dialect
@@ -417,7 +415,7 @@ def cache_key(mlir_text: str | None = None, *, fingerprint: str | None = None) -
 
 
 def cache_enabled() -> bool:
-    return os.environ.get("COFACTOR_DISABLE_CACHE", "") in ("", "0")
+    return disk_cache.enabled()
 
 
 def compile_module(
@@ -484,7 +482,7 @@ def compile_module(
         so_path = disk_cache.store(key, built, name) if key is not None else None
         private = so_path is None
         if private:
-            so_path = _keep_private(built, name)
+            so_path = private_libraries.keep(built, name)
     result = CompiledLibrary(name, so_path, mlir_source=mlir_text, _stages=stages, stage_s=timings)
     if private:
         # dlopen maps the file, so it may go as soon as the library object is dropped
@@ -515,7 +513,7 @@ def _compile_in_process(
     so_path = disk_cache.store_built(key, name, build) if key is not None else None
     private = so_path is None
     if private:
-        so_path = _private_path(name)
+        so_path = private_libraries.new_path(name)
         try:
             built = [_native(mlir_text, so_path, keep)]
         except BaseException:
@@ -534,56 +532,6 @@ def _compile_in_process(
         # dlopen maps the file, so it may go as soon as the library object is dropped
         weakref.finalize(result, _unlink_quietly, so_path)
     return result
-
-
-_private_lock = threading.Lock()
-_private_dir: Path | None = None
-_private_numbers = itertools.count()
-
-
-def _private_path(name: str) -> Path:
-    """A new path in this process's own 0700 folder (removed at exit), never used twice:
-    dlopen treats a path it has loaded before as the same library."""
-    global _private_dir
-    with _private_lock:
-        if _private_dir is None or not _private_dir.is_dir():
-            _private_dir = Path(_make_private_dir())
-            atexit.register(_remove_private_dir, _private_dir, os.getpid())
-        return _private_dir / f"lib{name}-{next(_private_numbers)}.so"
-
-
-#: Where `tempfile.gettempdir` looks first, in its order (then /tmp, /var/tmp, ...).
-_TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")
-
-
-def _make_private_dir() -> str:
-    """A new 0700 folder (`tempfile.mkdtemp`) where tempfile would make it. The first
-    `tempfile.gettempdir()` of a process proves its folder writable by creating, writing and
-    removing a file in it: 0.2-0.4 ms of the first compile of a process without the disk
-    cache. Making the folder in the first candidate proves the same; only when that fails
-    (or the candidate is not a folder) does tempfile's own search run."""
-    base = tempfile.tempdir
-    if base is None:
-        base = next((v for k in _TEMP_VARIABLES if (v := os.environ.get(k))), "/tmp")
-    try:
-        return os.path.abspath(tempfile.mkdtemp(prefix="cofactor-libs-", dir=base))
-    except OSError:
-        return tempfile.mkdtemp(prefix="cofactor-libs-")
-
-
-def _keep_private(built: Path, name: str) -> Path:
-    """Move a library that is not cached into the private folder (`_private_path`)."""
-    dest = _private_path(name)
-    try:
-        os.rename(built, dest)
-    except OSError:  # TMPDIR changed to another file system since the folder was made
-        shutil.copyfile(built, dest)
-    return dest
-
-
-def _remove_private_dir(folder: Path, owner_pid: int) -> None:
-    if os.getpid() == owner_pid:  # not in a forked child that exits normally
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _unlink_quietly(path: Path) -> None:

@@ -409,9 +409,15 @@ class _Transform:
         self.method = method
         self.h = h
         self.argnums = argnums
-        check_method(method, h, self.kind)
+        auto = check_method(method, h, self.kind)[0] == "auto"
         self.__name__ = f"{self.kind}_{fn_name(fn)}"
         self._compiled: Any = None
+        if auto and not isinstance(fn, qml.QNode) and not context.is_tracing():
+            # Enzyme will differentiate classical code when this is compiled (qjit(grad(f))
+            # or its first call): the plugin starts loading now rather than once the first
+            # call traces (`_Request` does it there too; once per process), so that call
+            # does not wait for the plugin's check (0.4 ms) and the load has a head start.
+            native_compiler.prepare_enzyme()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not context.is_tracing():
