@@ -16,6 +16,7 @@ goal is about `cofactor.grad`, measured in section 3.
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -43,10 +44,6 @@ def _runtime():
 
 
 def task_gates(spec: dict) -> dict:
-    from ctypes import c_double, c_int64
-
-    from cofactor.runtime_lib import as_pointer, check_error
-
     bg, lib, ids = _runtime()
     try:
         import pennylane_lightning.lightning_qubit_ops as lq
@@ -55,7 +52,30 @@ def task_gates(spec: dict) -> dict:
     rounds = spec.get("rounds", 3)
     repeats = spec.get("repeats", 40)
     out: dict = {"sizes": {}}
-    for n in spec["sizes"]:
+    # Gate fusion would merge the repeated applications of one gate (and, with nothing that
+    # reads the state after them, apply none: since fusion these timings were of the queue,
+    # ~0.5 us a "gate" at n = 24). Off for the gates, as in the kernels section; the runtime
+    # reads it when a device is acquired, so the adjoint indication below keeps fusion.
+    fusion = os.environ.get("COFACTOR_FUSION")
+    os.environ["COFACTOR_FUSION"] = "0"
+    try:
+        _time_gates(bg, lib, ids, lq, spec["sizes"], rounds, repeats, out)
+    finally:
+        if fusion is None:
+            del os.environ["COFACTOR_FUSION"]
+        else:
+            os.environ["COFACTOR_FUSION"] = fusion
+    if spec.get("adjoint_n"):
+        out["adjoint"] = _adjoint(bg, lib, ids, spec["adjoint_n"], rounds=rounds)
+    return out
+
+
+def _time_gates(bg, lib, ids, lq, sizes, rounds: int, repeats: int, out: dict) -> None:
+    from ctypes import c_double, c_int64
+
+    from cofactor.runtime_lib import as_pointer, check_error
+
+    for n in sizes:
         probes = {"copy": [bg.copy_bandwidth(n)], "inplace": [inplace_bandwidth(n)]}
         reps = max(3, repeats >> max(0, n - 16))
         lib.cf_rt_device_acquire(n, 0, 0)
@@ -105,9 +125,6 @@ def task_gates(spec: dict) -> dict:
             "probes_Bps": {k: max(v) for k, v in probes.items()},
             "gates": per_gate,
         }
-    if spec.get("adjoint_n"):
-        out["adjoint"] = _adjoint(bg, lib, ids, spec["adjoint_n"], rounds=rounds)
-    return out
 
 
 def _adjoint(bg, lib, ids, n: int, layers: int = 3, rounds: int = 3) -> dict:
