@@ -21,10 +21,10 @@
 
 #include <chrono>
 #include <csetjmp>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <system_error>

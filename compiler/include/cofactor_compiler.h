@@ -66,8 +66,9 @@ void cofactor_free_result(cofactor_compile_result *result);
 void cofactor_compiler_warm_up(void);
 
 /* Loads the Enzyme plugin from `fd` (a descriptor of the checked plugin, not closed here)
- * unless it is loaded already, under the compile lock, so that a later compile that needs
- * it does not: for a thread that prepares it while the program is traced. The descriptor
+ * unless it is loaded already, so that a later compile that needs it does not (beside a
+ * compile's lowering at most; COFACTOR_COMPILER_SERIAL_ENZYME_LOAD=1: under the compile
+ * lock): for a thread that prepares it while the program is traced. The descriptor
  * is given, not asked for through a callback: a Python callback would wait for the GIL,
  * which the tracing thread holds, for up to Python's switch interval (5 ms). Returns 0
  * when the plugin is loaded, 1 when it could not be (the compile that needs it reports

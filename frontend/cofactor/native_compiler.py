@@ -200,8 +200,8 @@ def _check_plugin() -> None:
 #: Whether this process has started loading the Enzyme plugin ahead (prepare_enzyme).
 _enzyme_load_started = False
 
-#: cofactor_compiler_enzyme_load_status: no load started; the load is running; it crashed.
-_NO_LOAD, _LOADING, _LOAD_CRASHED = -1, -2, 2
+#: cofactor_compiler_enzyme_load_status of a load that crashed.
+_LOAD_CRASHED = 2
 
 
 def prepare_enzyme() -> None:
@@ -366,7 +366,7 @@ def compile_native(
     failing stage and its diagnostics."""
     lib = _library()
     if "gradient.vjp" in mlir_text and not _enzyme_load_started:
-        # (when the plugin was loaded ahead, that thread checked it already: a second
+        # (when the plugin was loaded ahead, prepare_enzyme checked it already: a second
         # thread here would only take the GIL from this one as it enters the compile)
         check_plugin_ahead()
     opener = _PluginOpener()
