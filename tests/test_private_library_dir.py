@@ -1,4 +1,5 @@
-"""The private folder of the libraries compiled without the disk cache (`cofactor.private_libraries`).
+"""The private folder of the libraries compiled without the disk cache
+(`cofactor.private_libraries`).
 
 It is made where `tempfile` would make it ($TMPDIR, $TEMP, $TMP, else /tmp), 0700, without
 `tempfile.gettempdir`'s probe (a file created, written and removed in each candidate: a few
