@@ -29,7 +29,6 @@
 #include <vector>
 
 #if defined(__linux__)
-#include <dlfcn.h>
 #include <link.h>
 #include <sys/mman.h>
 #endif
