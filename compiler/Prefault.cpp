@@ -17,7 +17,6 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/IR/Verifier.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -25,7 +24,6 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #if defined(__linux__)
@@ -45,31 +43,26 @@ struct Range {
   uintptr_t start, end;
 };
 
-/// The executable segments of the objects that hold the given addresses.
+/// The object holding `address`, and its executable segments once found.
 struct Wanted {
-  std::vector<uintptr_t> addresses;                 // in the order to map their objects
-  std::vector<std::pair<size_t, Range>> ranges;     // page-aligned, by address index
+  uintptr_t address;
+  std::vector<Range> *ranges;  // appended to, page-aligned
 };
 
-/// For dl_iterate_phdr: adds the executable segments of `info`'s object when it holds one
-/// of the wanted addresses. (Finding the objects by `dladdr` searched each one's symbol
+/// For dl_iterate_phdr: the executable segments of the object that holds the wanted
+/// address (then the walk stops). (Finding the object by `dladdr` searched its symbol
 /// table for the nearest symbol: 0.6 ms for libMLIR and the plugin, in the thread whose
 /// load of the plugin may still run beside the lowering.)
 int collect(dl_phdr_info *info, size_t, void *data) {
   auto *wanted = static_cast<Wanted *>(data);
-  auto holds = [info](uintptr_t address) {
-    for (int i = 0; i < info->dlpi_phnum; ++i) {
-      const ElfW(Phdr) &ph = info->dlpi_phdr[i];
-      uintptr_t start = info->dlpi_addr + ph.p_vaddr;
-      if (ph.p_type == PT_LOAD && address >= start && address < start + ph.p_memsz)
-        return true;
-    }
-    return false;
-  };
-  size_t index = 0;
-  while (index < wanted->addresses.size() && !holds(wanted->addresses[index]))
-    ++index;
-  if (index == wanted->addresses.size())
+  bool holds = false;
+  for (int i = 0; i < info->dlpi_phnum && !holds; ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+    holds = ph.p_type == PT_LOAD && wanted->address >= start &&
+            wanted->address < start + ph.p_memsz;
+  }
+  if (!holds)
     return 0;
   const uintptr_t page = 4096;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
@@ -78,9 +71,9 @@ int collect(dl_phdr_info *info, size_t, void *data) {
       continue;
     uintptr_t start = (info->dlpi_addr + ph.p_vaddr) & ~(page - 1);
     uintptr_t end = (info->dlpi_addr + ph.p_vaddr + ph.p_memsz + page - 1) & ~(page - 1);
-    wanted->ranges.push_back({index, {start, end}});
+    wanted->ranges->push_back({start, end});
   }
-  return 0;
+  return 1;
 }
 
 void populate(std::vector<Range> ranges) {
@@ -109,18 +102,14 @@ void prefaultCompilerCode(const void *pluginAddress) {
     // COFACTOR_COMPILER_PREFAULT=all: libLLVM's code too (measurement; see the top).
     bool (*llvmCode)(const llvm::Module &, llvm::raw_ostream *, bool *) = &llvm::verifyModule;
     bool all = setting && std::strcmp(setting, "all") == 0;
-    Wanted wanted;
+    std::vector<Range> ranges;
     for (const void *address : {reinterpret_cast<const void *>(mlirCode), pluginAddress,
                                 reinterpret_cast<const void *>(&prefaultCompilerCode),
-                                all ? reinterpret_cast<const void *>(llvmCode) : nullptr})
+                                all ? reinterpret_cast<const void *>(llvmCode) : nullptr}) {
+      Wanted wanted{reinterpret_cast<uintptr_t>(address), &ranges};
       if (address)
-        wanted.addresses.push_back(reinterpret_cast<uintptr_t>(address));
-    dl_iterate_phdr(collect, &wanted);
-    std::stable_sort(wanted.ranges.begin(), wanted.ranges.end(),
-                     [](const auto &a, const auto &b) { return a.first < b.first; });
-    std::vector<Range> ranges;
-    for (const auto &indexed : wanted.ranges)
-      ranges.push_back(indexed.second);
+        dl_iterate_phdr(collect, &wanted);
+    }
     if (ranges.empty())
       return;
     // Detached: it touches no object of this library, so neither exit nor a fork (the

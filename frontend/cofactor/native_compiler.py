@@ -162,7 +162,7 @@ def _warm_up() -> None:
         # Every library of this process will go to the private folder: made now, beside the
         # import, rather than by the first compile (0.2-0.8 ms of it).
         with contextlib.suppress(OSError):
-            private_libraries.make_ahead()
+            private_libraries.folder()
 
 
 #: The thread that checks the Enzyme plugin ahead of the compile that needs it.

@@ -28,17 +28,18 @@ _TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")
 
 def new_path(name: str) -> Path:
     """A new path for library `name` in the private folder (made on first use)."""
+    return folder() / f"lib{name}-{next(_numbers)}.so"
+
+
+def folder() -> Path:
+    """The private folder, made now if it is not there (the preload thread calls this when
+    every library of the process will go there)."""
     global _folder
     with _lock:
         if _folder is None or not _folder.is_dir():
             _folder = Path(make_dir())
             atexit.register(_remove, _folder, os.getpid())
-        return _folder / f"lib{name}-{next(_numbers)}.so"
-
-
-def make_ahead() -> None:
-    """Make the folder now (the preload thread, when every library will go there)."""
-    new_path("ahead")  # (the number it takes is never used)
+        return _folder
 
 
 def make_dir() -> str:
